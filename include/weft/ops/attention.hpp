@@ -1,0 +1,223 @@
+#pragma once
+// ---- causal self-attention with grouped-query heads (host) ----
+// The packed input `qkv` holds, per token, H query heads, then KVH key heads, then KVH value
+// heads, each head D contiguous values: (batch, seq, (H + 2*KVH) * D). Query head h reads kv
+// head h / (H / KVH), so KVH == H is multi-head attention and KVH == 1 multi-query attention.
+// Scores are scaled by 1/sqrt(D) and masked causally (query t sees keys 0..t).
+//
+// Work is split over (batch, head) pairs; every inner loop is a contiguous run over D
+// (a dot product or an axpy) so the compiler can vectorise it. Only the lower triangle of
+// each (seq, seq) score matrix is computed.
+#include "weft/core/diagnostics.hpp"  // diag::divisible, diag::at_least
+
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+
+namespace weft::ops {
+
+namespace detail {
+
+// ---- sizes and compile-time checks ----
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+struct attention_dims {
+  static constexpr bool heads_divisible = diag::divisible<H, KVH>;
+  static_assert(heads_divisible,
+                "weft::ops::attention: heads is not divisible by kv_heads. Choose kv_heads that divides heads.");
+  static constexpr bool head_dim_positive = diag::at_least<D, 1>;
+  static_assert(head_dim_positive,
+                "weft::ops::attention: the head dimension is 0. Use a head dimension of at least 1.");
+
+  static constexpr std::size_t group = heads_divisible ? H / KVH : 1;  // query heads per kv head
+  static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;           // one token of qkv
+  static constexpr std::size_t out_width = H * D;                       // one token of out
+  static constexpr std::size_t k_offset = H * D;                        // first key head in a token
+  static constexpr std::size_t v_offset = (H + KVH) * D;                // first value head in a token
+  // About B*H*S*S*D/2 multiply-adds per product; below this a thread team costs more than it saves.
+  static constexpr bool parallel = B * H * S * S * D >= (std::size_t{1} << 18);
+};
+
+// ---- contiguous kernels over one head (length D) ----
+template <std::size_t D, class T>
+inline T attention_dot(const T* a, const T* b) {
+  T acc = 0;
+#if defined(_OPENMP)
+#pragma omp simd reduction(+ : acc)
+#endif
+  for (std::size_t i = 0; i < D; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
+// y += alpha * x
+template <std::size_t D, class T>
+inline void attention_axpy(T* y, T alpha, const T* x) {
+#if defined(_OPENMP)
+#pragma omp simd
+#endif
+  for (std::size_t i = 0; i < D; ++i) y[i] += alpha * x[i];
+}
+
+template <class T, std::size_t D>
+inline T attention_scale() {
+  return static_cast<T>(1.0L / std::sqrt(static_cast<long double>(D)));
+}
+
+// ---- one (batch, head) pair of the forward ----
+// q, k, v point at the head's first token; consecutive tokens are Ld apart. out rows are LdOut apart.
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+void attention_forward_head(T* out, T* att, const T* q, const T* k, const T* v, T scale) {
+  for (std::size_t t = 0; t < S; ++t) {
+    const T* q_t = q + t * Ld;  // (D)
+    T* att_t = att + t * S;     // (S) row t of the probabilities
+
+    // scaled scores for keys 0..t, then a max-shifted softmax over them
+    T max_score = scale * attention_dot<D>(q_t, k);
+    att_t[0] = max_score;
+    for (std::size_t t2 = 1; t2 <= t; ++t2) {
+      const T score = scale * attention_dot<D>(q_t, k + t2 * Ld);
+      att_t[t2] = score;
+      if (score > max_score) max_score = score;
+    }
+    T sum = 0;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      const T e = std::exp(att_t[t2] - max_score);
+      att_t[t2] = e;
+      sum += e;
+    }
+    const T inv_sum = T(1) / sum;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) att_t[t2] *= inv_sum;
+    for (std::size_t t2 = t + 1; t2 < S; ++t2) att_t[t2] = 0;  // masked: future keys
+
+    // out_t = sum over visible keys of att[t, t2] * v_t2
+    T* out_t = out + t * LdOut;  // (D)
+    for (std::size_t i = 0; i < D; ++i) out_t[i] = 0;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) attention_axpy<D>(out_t, att_t[t2], v + t2 * Ld);
+  }
+}
+
+// ---- backward, first pass over one (batch, head): d(preatt) into scratch and dq ----
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+void attention_backward_query(T* dq, T* dpre, const T* dout, const T* att, const T* k, const T* v, T scale) {
+  for (std::size_t t = 0; t < S; ++t) {
+    const T* dout_t = dout + t * LdOut;  // (D)
+    const T* att_t = att + t * S;        // (S)
+    T* dpre_t = dpre + t * S;            // (S)
+
+    // d(att)[t, t2] = dout_t . v_t2, kept in dpre_t until the softmax backward below
+    T row_dot = 0;  // sum over t2 of att * d(att)
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      const T datt = attention_dot<D>(dout_t, v + t2 * Ld);
+      dpre_t[t2] = datt;
+      row_dot += att_t[t2] * datt;
+    }
+    // softmax backward: d(preatt) = att * (d(att) - sum(att * d(att)))
+    for (std::size_t t2 = 0; t2 <= t; ++t2) dpre_t[t2] = att_t[t2] * (dpre_t[t2] - row_dot);
+    for (std::size_t t2 = t + 1; t2 < S; ++t2) dpre_t[t2] = 0;
+
+    // preatt = scale * q . k, so dq_t += scale * sum over t2 of d(preatt) * k_t2
+    T* dq_t = dq + t * Ld;  // (D)
+    for (std::size_t t2 = 0; t2 <= t; ++t2) attention_axpy<D>(dq_t, scale * dpre_t[t2], k + t2 * Ld);
+  }
+}
+
+// ---- backward, second pass for one query head of a kv head: dk and dv ----
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+void attention_backward_key_value(T* dk, T* dv, const T* dpre, const T* att, const T* q, const T* dout,
+                                  T scale) {
+  for (std::size_t t = 0; t < S; ++t) {
+    const T* q_t = q + t * Ld;           // (D)
+    const T* dout_t = dout + t * LdOut;  // (D)
+    const T* dpre_t = dpre + t * S;      // (S)
+    const T* att_t = att + t * S;        // (S)
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      attention_axpy<D>(dk + t2 * Ld, scale * dpre_t[t2], q_t);
+      attention_axpy<D>(dv + t2 * Ld, att_t[t2], dout_t);
+    }
+  }
+}
+
+}  // namespace detail
+
+/// Elements of the `scratch` buffer `attention_backward` needs: (batch, heads, seq, seq).
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+inline constexpr std::size_t attention_scratch_v = B * H * S * S;
+
+/// Causal self-attention forward with grouped-query heads.
+/// out (B, S, H*D) is overwritten; att (B, H, S, S) receives the softmax probabilities (kept for
+/// backward; entries above the diagonal are 0); qkv is (B, S, (H + 2*KVH) * D) as described above.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::floating_point T>
+void attention_forward(T* out, T* att, const T* qkv) {
+  using dims = detail::attention_dims<B, S, H, KVH, D>;
+  constexpr std::size_t ld = dims::qkv_width;
+  constexpr std::size_t ld_out = dims::out_width;
+  const T scale = detail::attention_scale<T, D>();
+
+#if defined(_OPENMP)
+#pragma omp parallel for collapse(2) if (dims::parallel)
+#endif
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t kvh = h / dims::group;
+      const T* base = qkv + b * S * ld;  // (seq, qkv_width) of this batch row
+      detail::attention_forward_head<S, D, ld, ld_out>(out + b * S * ld_out + h * D,  // (seq, D)
+                                                       att + (b * H + h) * S * S,     // (seq, seq)
+                                                       base + h * D,                  // q head h
+                                                       base + dims::k_offset + kvh * D,
+                                                       base + dims::v_offset + kvh * D, scale);
+    }
+  }
+}
+
+/// Causal self-attention backward; accumulates (+=) into dqkv (B, S, (H + 2*KVH) * D).
+/// scratch: attention_scratch_v<B, S, H, KVH, D> elements; on return it holds d(loss)/d(preatt),
+/// the gradient of the pre-softmax scores (B, H, S, S), 0 above the diagonal.
+/// att is the forward's kept probabilities for the same qkv.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::floating_point T>
+void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att) {
+  using dims = detail::attention_dims<B, S, H, KVH, D>;
+  constexpr std::size_t ld = dims::qkv_width;
+  constexpr std::size_t ld_out = dims::out_width;
+  const T scale = detail::attention_scale<T, D>();
+
+  // Pass 1 over (batch, query head): d(preatt) and dq. Each pair writes only its own dq head.
+#if defined(_OPENMP)
+#pragma omp parallel for collapse(2) if (dims::parallel)
+#endif
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t h = 0; h < H; ++h) {
+      const std::size_t kvh = h / dims::group;
+      const T* base = qkv + b * S * ld;  // (seq, qkv_width)
+      detail::attention_backward_query<S, D, ld, ld_out>(dqkv + b * S * ld + h * D,          // dq head h
+                                                         scratch + (b * H + h) * S * S,     // (seq, seq)
+                                                         dout + b * S * ld_out + h * D,     // (seq, D)
+                                                         att + (b * H + h) * S * S,         // (seq, seq)
+                                                         base + dims::k_offset + kvh * D,   // k
+                                                         base + dims::v_offset + kvh * D,   // v
+                                                         scale);
+    }
+  }
+
+  // Pass 2 over (batch, kv head): the query heads of a group share dk and dv, so one thread
+  // owns each kv head and walks its group serially (no write races).
+#if defined(_OPENMP)
+#pragma omp parallel for collapse(2) if (dims::parallel)
+#endif
+  for (std::size_t b = 0; b < B; ++b) {
+    for (std::size_t kvh = 0; kvh < KVH; ++kvh) {
+      const T* base = qkv + b * S * ld;  // (seq, qkv_width)
+      T* dbase = dqkv + b * S * ld;      // (seq, qkv_width)
+      for (std::size_t g = 0; g < dims::group; ++g) {
+        const std::size_t h = kvh * dims::group + g;
+        detail::attention_backward_key_value<S, D, ld, ld_out>(dbase + dims::k_offset + kvh * D,  // dk
+                                                               dbase + dims::v_offset + kvh * D,  // dv
+                                                               scratch + (b * H + h) * S * S,
+                                                               att + (b * H + h) * S * S,
+                                                               base + h * D,                  // q head h
+                                                               dout + b * S * ld_out + h * D,  // (seq, D)
+                                                               scale);
+      }
+    }
+  }
+}
+
+}  // namespace weft::ops

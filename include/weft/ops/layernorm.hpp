@@ -1,0 +1,97 @@
+#pragma once
+// ---- layernorm over the last axis, eps = 1e-5 ----
+//   out = (inp - mean) * rstd * weight + bias,   rstd = 1 / sqrt(var + eps)
+// with the biased variance (divide by C), as torch.nn.LayerNorm. Row statistics are
+// accumulated in acc_t<T> (double for float) with a two-pass variance; mean and rstd are
+// kept for backward.
+#include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, column_block, parallel_min_work
+#include "weft/ops/host_element.hpp"        // host_element
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace weft::ops {
+
+/// The epsilon inside layernorm's square root.
+inline constexpr double layernorm_eps = 1e-5;
+
+/// out(N, C) = normalised inp * weight(C) + bias(C); writes the row statistics mean(N) and
+/// rstd(N) that layernorm_backward needs. Overwrites out, mean, rstd.
+template <std::size_t N, std::size_t C, host_element T>
+void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias) {
+  static_assert(detail::check_dims<N, C>::ok);
+  using acc = detail::acc_t<T>;
+#pragma omp parallel for if (N * C >= detail::parallel_min_work)
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;  // (C)
+    T* y = out + n * C;        // (C)
+    acc sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (std::size_t i = 0; i < C; ++i) sum += acc(x[i]);
+    const acc m = sum / acc(C);
+    acc sq = 0;
+#pragma omp simd reduction(+ : sq)
+    for (std::size_t i = 0; i < C; ++i) {
+      const acc d = acc(x[i]) - m;
+      sq += d * d;
+    }
+    const acc s = acc(1) / std::sqrt(sq / acc(C) + acc(layernorm_eps));
+    const T mt = T(m), st = T(s);
+    for (std::size_t i = 0; i < C; ++i) y[i] = (x[i] - mt) * st * weight[i] + bias[i];
+    mean[n] = mt;
+    rstd[n] = st;
+  }
+}
+
+/// Backward of layernorm_forward. Accumulates into dinp(N, C), dweight(C), dbias(C).
+template <std::size_t N, std::size_t C, host_element T>
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                        const T* mean, const T* rstd) {
+  static_assert(detail::check_dims<N, C>::ok);
+  using acc = detail::acc_t<T>;
+  constexpr bool big = N * C >= detail::parallel_min_work;
+  // ---- dinp, row by row: with xhat = (x - mean) * rstd and g = dout * weight,
+  //      dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) ----
+#pragma omp parallel for if (big)
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;    // (C)
+    const T* dy = dout + n * C;  // (C)
+    T* dx = dinp + n * C;        // (C)
+    const T m = mean[n], s = rstd[n];
+    acc g_sum = 0, gx_sum = 0;
+#pragma omp simd reduction(+ : g_sum, gx_sum)
+    for (std::size_t i = 0; i < C; ++i) {
+      const acc g = acc(dy[i]) * acc(weight[i]);
+      g_sum += g;
+      gx_sum += g * (acc(x[i]) - acc(m)) * acc(s);
+    }
+    const T g_mean = T(g_sum / acc(C)), gx_mean = T(gx_sum / acc(C));
+    for (std::size_t i = 0; i < C; ++i) {
+      const T xhat = (x[i] - m) * s;
+      dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
+    }
+  }
+  // ---- dweight, dbias: sums over rows; threads own column blocks (no atomics) ----
+  constexpr std::size_t blocks = (C + detail::column_block - 1) / detail::column_block;
+#pragma omp parallel for if (big && blocks > 1)
+  for (std::size_t cb = 0; cb < blocks; ++cb) {
+    const std::size_t i0 = cb * detail::column_block, nb = std::min(detail::column_block, C - i0);
+    acc dw[detail::column_block] = {}, db[detail::column_block] = {};  // (block of C)
+    for (std::size_t n = 0; n < N; ++n) {
+      const T* x = inp + n * C + i0;    // (nb)
+      const T* dy = dout + n * C + i0;  // (nb)
+      const T m = mean[n], s = rstd[n];
+      for (std::size_t i = 0; i < nb; ++i) {
+        dw[i] += acc(dy[i] * ((x[i] - m) * s));
+        db[i] += acc(dy[i]);
+      }
+    }
+    for (std::size_t i = 0; i < nb; ++i) {
+      dweight[i0 + i] += T(dw[i]);
+      dbias[i0 + i] += T(db[i]);
+    }
+  }
+}
+
+}  // namespace weft::ops

@@ -1,0 +1,31 @@
+#pragma once
+// ---- residual connection: out = a + b ----
+#include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
+#include "weft/ops/host_element.hpp"        // host_element
+
+#include <cstddef>
+
+namespace weft::ops {
+
+/// out(N) = a(N) + b(N), elementwise; N is the total element count. Overwrites out (may
+/// alias a or b).
+template <std::size_t N, host_element T>
+void residual_forward(T* out, const T* a, const T* b) {
+  static_assert(detail::check_dims<N>::ok);
+#pragma omp parallel for simd if (N >= detail::parallel_min_work)
+  for (std::size_t i = 0; i < N; ++i) out[i] = a[i] + b[i];
+}
+
+/// Backward of residual_forward. Accumulates da(N) += dout and db(N) += dout. da and db must
+/// not alias dout (nor each other).
+template <std::size_t N, host_element T>
+void residual_backward(T* da, T* db, const T* dout) {
+  static_assert(detail::check_dims<N>::ok);
+#pragma omp parallel for simd if (N >= detail::parallel_min_work)
+  for (std::size_t i = 0; i < N; ++i) {
+    da[i] += dout[i];
+    db[i] += dout[i];
+  }
+}
+
+}  // namespace weft::ops

@@ -1,0 +1,71 @@
+#pragma once
+// ---- rmsnorm over the last axis, eps = 1e-5 (LLaMA) ----
+//   out = inp * rstd * weight,   rstd = 1 / sqrt(mean(inp^2) + eps)
+// No mean subtraction and no bias. rstd is kept for backward.
+#include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, column_block, parallel_min_work
+#include "weft/ops/host_element.hpp"        // host_element
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace weft::ops {
+
+/// The epsilon inside rmsnorm's square root.
+inline constexpr double rmsnorm_eps = 1e-5;
+
+/// out(N, C) = inp * rstd * weight(C); writes rstd(N) for rmsnorm_backward. Overwrites out, rstd.
+template <std::size_t N, std::size_t C, host_element T>
+void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight) {
+  static_assert(detail::check_dims<N, C>::ok);
+  using acc = detail::acc_t<T>;
+#pragma omp parallel for if (N * C >= detail::parallel_min_work)
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;  // (C)
+    T* y = out + n * C;        // (C)
+    acc sq = 0;
+#pragma omp simd reduction(+ : sq)
+    for (std::size_t i = 0; i < C; ++i) sq += acc(x[i]) * acc(x[i]);
+    const T s = T(acc(1) / std::sqrt(sq / acc(C) + acc(rmsnorm_eps)));
+    for (std::size_t i = 0; i < C; ++i) y[i] = x[i] * s * weight[i];
+    rstd[n] = s;
+  }
+}
+
+/// Backward of rmsnorm_forward. Accumulates into dinp(N, C) and dweight(C).
+template <std::size_t N, std::size_t C, host_element T>
+void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd) {
+  static_assert(detail::check_dims<N, C>::ok);
+  using acc = detail::acc_t<T>;
+  constexpr bool big = N * C >= detail::parallel_min_work;
+  // ---- dinp, row by row: with xhat = x * rstd and g = dout * weight,
+  //      dx = rstd * (g - xhat * mean(g * xhat)) ----
+#pragma omp parallel for if (big)
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* x = inp + n * C;    // (C)
+    const T* dy = dout + n * C;  // (C)
+    T* dx = dinp + n * C;        // (C)
+    const T s = rstd[n];
+    acc gx_sum = 0;
+#pragma omp simd reduction(+ : gx_sum)
+    for (std::size_t i = 0; i < C; ++i) gx_sum += acc(dy[i]) * acc(weight[i]) * acc(x[i]);
+    const T gx_mean = T(gx_sum / acc(C) * acc(s));  // mean(g * xhat)
+    for (std::size_t i = 0; i < C; ++i) dx[i] += s * (dy[i] * weight[i] - x[i] * s * gx_mean);
+  }
+  // ---- dweight: sum over rows of dout * xhat; threads own column blocks ----
+  constexpr std::size_t blocks = (C + detail::column_block - 1) / detail::column_block;
+#pragma omp parallel for if (big && blocks > 1)
+  for (std::size_t cb = 0; cb < blocks; ++cb) {
+    const std::size_t i0 = cb * detail::column_block, nb = std::min(detail::column_block, C - i0);
+    acc dw[detail::column_block] = {};  // (block of C)
+    for (std::size_t n = 0; n < N; ++n) {
+      const T* x = inp + n * C + i0;    // (nb)
+      const T* dy = dout + n * C + i0;  // (nb)
+      const T s = rstd[n];
+      for (std::size_t i = 0; i < nb; ++i) dw[i] += acc(dy[i] * (x[i] * s));
+    }
+    for (std::size_t i = 0; i < nb; ++i) dweight[i0 + i] += T(dw[i]);
+  }
+}
+
+}  // namespace weft::ops

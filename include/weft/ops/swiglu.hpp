@@ -1,0 +1,51 @@
+#pragma once
+// ---- swiglu: out = silu(gate) * up (LLaMA MLP) ----
+// inp is (N, 2H): the gate half then the up half along the last axis, as one fused
+// up-projection writes them. silu(g) = g * sigmoid(g).
+#include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
+#include "weft/ops/host_element.hpp"        // host_element
+
+#include <cmath>
+#include <cstddef>
+
+namespace weft::ops {
+
+/// out(N, H) = silu(inp[:, :H]) * inp[:, H:], with inp (N, 2H). Overwrites out.
+template <std::size_t N, std::size_t H, host_element T>
+void swiglu_forward(T* out, const T* inp) {
+  static_assert(detail::check_dims<N, H>::ok);
+#pragma omp parallel for if (N * H >= detail::parallel_min_work)
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* gate = inp + n * 2 * H;  // (H)
+    const T* up = gate + H;           // (H)
+    T* y = out + n * H;               // (H)
+    for (std::size_t i = 0; i < H; ++i) {
+      const T g = gate[i];
+      y[i] = g / (T(1) + std::exp(-g)) * up[i];
+    }
+  }
+}
+
+/// Backward of swiglu_forward. Accumulates into dinp(N, 2H): the gate half gets
+/// dout * up * silu'(gate), the up half dout * silu(gate).
+template <std::size_t N, std::size_t H, host_element T>
+void swiglu_backward(T* dinp, const T* inp, const T* dout) {
+  static_assert(detail::check_dims<N, H>::ok);
+#pragma omp parallel for if (N * H >= detail::parallel_min_work)
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* gate = inp + n * 2 * H;  // (H)
+    const T* up = gate + H;           // (H)
+    const T* dy = dout + n * H;       // (H)
+    T* dgate = dinp + n * 2 * H;      // (H)
+    T* dup = dgate + H;               // (H)
+    for (std::size_t i = 0; i < H; ++i) {
+      const T g = gate[i];
+      const T sig = T(1) / (T(1) + std::exp(-g));
+      // silu'(g) = sig (1 + g (1 - sig))
+      dgate[i] += dy[i] * up[i] * sig * (T(1) + g * (T(1) - sig));
+      dup[i] += dy[i] * g * sig;
+    }
+  }
+}
+
+}  // namespace weft::ops

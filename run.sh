@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# weft's two entry points on a fresh Debian 12 machine with the CUDA toolkit at /usr/local/cuda:
+#   bash run.sh demo [options]   set up, build, and train a small GPT on the CPU (the main job)
+#   bash run.sh test             set up, build, and run the whole test suite (what CI runs)
+# Set-up = install missing Debian packages (as root; otherwise print the apt-get line and stop),
+# configure with CMake, build. Build directory: $WEFT_BUILD_DIR (default: build).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+mode="${1:-}"
+[ $# -gt 0 ] && shift
+case "$mode" in
+  demo|test|setup) ;;
+  *) echo "usage: bash run.sh demo [options] | test | setup" >&2; exit 2 ;;
+esac
+
+# ---- Debian packages ----
+packages=(cmake ninja-build g++ pkg-config catch2 librange-v3-dev libboost-mpi-dev libboost-serialization-dev
+          openmpi-bin libopenmpi-dev libopenblas-dev fortunes-min fortunes python3-numpy python3-pip)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "weft: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "weft: missing Debian packages; run as root:"
+    echo "  apt-get install -y ${missing[*]}"
+    exit 1
+  fi
+fi
+
+# ---- Python side of the checkpoint cross-check (the reference safetensors reader, from PyPI) ----
+if [ "$mode" = test ]; then
+  if ! python3 -c "import safetensors.numpy, numpy" 2>/dev/null; then
+    python3 -m pip install --quiet --disable-pip-version-check safetensors numpy 2>/dev/null ||
+      python3 -m pip install --quiet --disable-pip-version-check --break-system-packages safetensors numpy ||
+      echo "weft: could not install the Python safetensors package; its cross-check will be skipped"
+  fi
+fi
+
+# ---- Open MPI as root in a container: allowed, and on shared memory only ----
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
+
+# ---- configure and build ----
+build="${WEFT_BUILD_DIR:-build}"
+jobs="${WEFT_JOBS:-$(nproc)}"
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [ "$mode" = demo ]; then
+  cmake --build "$build" -j "$jobs" --target train_gpt
+else
+  cmake --build "$build" -j "$jobs"
+fi
+
+case "$mode" in
+  demo) exec "$build/examples/train_gpt" "$@" ;;
+  test) ctest --test-dir "$build" --output-on-failure -j "$jobs" ;;
+  setup) echo "weft: set up in $build" ;;
+esac
