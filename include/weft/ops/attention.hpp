@@ -8,10 +8,11 @@
 // Work is split over (batch, head) pairs; every inner loop is a contiguous run over D
 // (a dot product or an axpy) so the compiler can vectorise it. Only the lower triangle of
 // each (seq, seq) score matrix is computed.
-#include "weft/core/diagnostics.hpp"  // diag::divisible, diag::at_least
+#include "weft/core/diagnostics.hpp"       // diag::divisible
+#include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims
+#include "weft/ops/host_element.hpp"        // host_element
 
 #include <cmath>
-#include <concepts>
 #include <cstddef>
 
 namespace weft::ops {
@@ -21,12 +22,10 @@ namespace detail {
 // ---- sizes and compile-time checks ----
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 struct attention_dims {
+  static_assert(check_dims<B, S, H, KVH, D>::ok);
   static constexpr bool heads_divisible = diag::divisible<H, KVH>;
   static_assert(heads_divisible,
                 "weft::ops::attention: heads is not divisible by kv_heads. Choose kv_heads that divides heads.");
-  static constexpr bool head_dim_positive = diag::at_least<D, 1>;
-  static_assert(head_dim_positive,
-                "weft::ops::attention: the head dimension is 0. Use a head dimension of at least 1.");
 
   static constexpr std::size_t group = heads_divisible ? H / KVH : 1;  // query heads per kv head
   static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;           // one token of qkv
@@ -78,13 +77,13 @@ void attention_forward_head(T* out, T* att, const T* q, const T* k, const T* v, 
       att_t[t2] = score;
       if (score > max_score) max_score = score;
     }
-    T sum = 0;
+    acc_t<T> sum = 0;  // a row statistic over up to S terms: wide for float
     for (std::size_t t2 = 0; t2 <= t; ++t2) {
       const T e = std::exp(att_t[t2] - max_score);
       att_t[t2] = e;
       sum += e;
     }
-    const T inv_sum = T(1) / sum;
+    const T inv_sum = static_cast<T>(1 / sum);
     for (std::size_t t2 = 0; t2 <= t; ++t2) att_t[t2] *= inv_sum;
     for (std::size_t t2 = t + 1; t2 < S; ++t2) att_t[t2] = 0;  // masked: future keys
 
@@ -104,12 +103,13 @@ void attention_backward_query(T* dq, T* dpre, const T* dout, const T* att, const
     T* dpre_t = dpre + t * S;            // (S)
 
     // d(att)[t, t2] = dout_t . v_t2, kept in dpre_t until the softmax backward below
-    T row_dot = 0;  // sum over t2 of att * d(att)
+    acc_t<T> row_sum = 0;  // sum over t2 of att * d(att), a row statistic
     for (std::size_t t2 = 0; t2 <= t; ++t2) {
       const T datt = attention_dot<D>(dout_t, v + t2 * Ld);
       dpre_t[t2] = datt;
-      row_dot += att_t[t2] * datt;
+      row_sum += att_t[t2] * datt;
     }
+    const T row_dot = static_cast<T>(row_sum);
     // softmax backward: d(preatt) = att * (d(att) - sum(att * d(att)))
     for (std::size_t t2 = 0; t2 <= t; ++t2) dpre_t[t2] = att_t[t2] * (dpre_t[t2] - row_dot);
     for (std::size_t t2 = t + 1; t2 < S; ++t2) dpre_t[t2] = 0;
@@ -145,7 +145,7 @@ inline constexpr std::size_t attention_scratch_v = B * H * S * S;
 /// Causal self-attention forward with grouped-query heads.
 /// out (B, S, H*D) is overwritten; att (B, H, S, S) receives the softmax probabilities (kept for
 /// backward; entries above the diagonal are 0); qkv is (B, S, (H + 2*KVH) * D) as described above.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::floating_point T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
 void attention_forward(T* out, T* att, const T* qkv) {
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
@@ -172,7 +172,7 @@ void attention_forward(T* out, T* att, const T* qkv) {
 /// scratch: attention_scratch_v<B, S, H, KVH, D> elements; on return it holds d(loss)/d(preatt),
 /// the gradient of the pre-softmax scores (B, H, S, S), 0 above the diagonal.
 /// att is the forward's kept probabilities for the same qkv.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::floating_point T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
 void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att) {
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;

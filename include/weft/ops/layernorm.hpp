@@ -50,7 +50,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
                         const T* mean, const T* rstd) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
-  constexpr bool big = N * C >= detail::parallel_min_work;
+  [[maybe_unused]] constexpr bool big = N * C >= detail::parallel_min_work;
   // ---- dinp, row by row: with xhat = (x - mean) * rstd and g = dout * weight,
   //      dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) ----
 #pragma omp parallel for if (big)

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <type_traits>
 
 namespace weft::ops {
 
@@ -49,9 +50,10 @@ void sum_rows_into(T* dbias, const T* dout) {
 
 }  // namespace detail
 
-/// out(N, OC) = inp(N, C) · weight(OC, C)^T + bias(OC); bias may be null. Overwrites out.
+/// out(N, OC) = inp(N, C) · weight(OC, C)^T + bias(OC); bias may be null (plain nullptr
+/// works). Overwrites out.
 template <std::size_t N, std::size_t C, std::size_t OC, host_element T>
-void matmul_forward(T* out, const T* inp, const T* weight, const T* bias) {
+void matmul_forward(T* out, const T* inp, const T* weight, const std::type_identity_t<T>* bias) {
   static_assert(detail::matmul_checks<N, C, OC>());
   if (bias != nullptr) {
     // Start every row of out at the bias, then let the product add onto it (beta = 1).
@@ -64,9 +66,11 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias) {
 
 /// Backward of matmul_forward. Accumulates: dinp(N, C) += dout · weight,
 /// dweight(OC, C) += dout^T · inp, dbias(OC) += column sums of dout. dinp and dbias may be
-/// null (the input needs no gradient / the layer has no bias).
+/// null (the input needs no gradient / the layer has no bias); a plain nullptr works, T is
+/// deduced from the other pointers.
 template <std::size_t N, std::size_t C, std::size_t OC, host_element T>
-void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight) {
+void matmul_backward(std::type_identity_t<T>* dinp, T* dweight, std::type_identity_t<T>* dbias, const T* dout,
+                     const T* inp, const T* weight) {
   static_assert(detail::matmul_checks<N, C, OC>());
   // (N, C) += (N, OC) · (OC, C)
   if (dinp != nullptr) detail::gemm<T>(false, false, N, C, OC, T(1), dout, OC, weight, C, T(1), dinp, C);

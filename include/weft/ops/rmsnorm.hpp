@@ -37,7 +37,7 @@ template <std::size_t N, std::size_t C, host_element T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
-  constexpr bool big = N * C >= detail::parallel_min_work;
+  [[maybe_unused]] constexpr bool big = N * C >= detail::parallel_min_work;
   // ---- dinp, row by row: with xhat = x * rstd and g = dout * weight,
   //      dx = rstd * (g - xhat * mean(g * xhat)) ----
 #pragma omp parallel for if (big)

@@ -19,9 +19,9 @@ class token_view {
  public:
   token_view() = default;
   token_view(std::span<const std::uint16_t> tokens) noexcept  // NOLINT(implicit)
-      : narrow_(tokens.data()), size_(tokens.size()) {}
+      : data_(tokens.data()), size_(tokens.size()), narrow_(true) {}
   token_view(std::span<const std::int32_t> tokens) noexcept  // NOLINT(implicit)
-      : wide_(tokens.data()), size_(tokens.size()) {}
+      : data_(tokens.data()), size_(tokens.size()), narrow_(false) {}
   /// The whole of `source` (an lvalue: a view of a temporary would dangle).
   template <token_source Source>
   token_view(const Source& source) noexcept : token_view(source.tokens()) {}  // NOLINT(implicit)
@@ -31,20 +31,19 @@ class token_view {
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   /// True when the tokens are stored as uint16 (token files), false for int32.
-  bool is_narrow() const noexcept { return narrow_ != nullptr; }
+  bool is_narrow() const noexcept { return narrow_; }
 
   std::int32_t operator[](std::size_t i) const noexcept {
     assert(i < size_);
-    return narrow_ ? static_cast<std::int32_t>(narrow_[i]) : wide_[i];
+    return narrow_ ? static_cast<std::int32_t>(narrow()[i]) : wide()[i];
   }
 
   /// The `count` tokens from `offset` on (clamped to the view).
   token_view subview(std::size_t offset, std::size_t count) const noexcept {
     offset = std::min(offset, size_);
     count = std::min(count, size_ - offset);
-    token_view v;
-    if (narrow_) v.narrow_ = narrow_ + offset;
-    if (wide_) v.wide_ = wide_ + offset;
+    token_view v = *this;
+    if (data_) v.data_ = narrow_ ? static_cast<const void*>(narrow() + offset) : static_cast<const void*>(wide() + offset);
     v.size_ = count;
     return v;
   }
@@ -54,15 +53,18 @@ class token_view {
   void copy_to(std::size_t offset, std::span<std::int32_t> out) const noexcept {
     assert(offset + out.size() <= size_);
     if (narrow_)
-      std::copy_n(narrow_ + offset, out.size(), out.data());  // uint16 -> int32
+      std::copy_n(narrow() + offset, out.size(), out.data());  // uint16 -> int32
     else
-      std::copy_n(wide_ + offset, out.size(), out.data());
+      std::copy_n(wide() + offset, out.size(), out.data());
   }
 
  private:
-  const std::uint16_t* narrow_ = nullptr;  // exactly one of narrow_/wide_ is set, unless empty
-  const std::int32_t* wide_ = nullptr;
+  const std::uint16_t* narrow() const noexcept { return static_cast<const std::uint16_t*>(data_); }
+  const std::int32_t* wide() const noexcept { return static_cast<const std::int32_t*>(data_); }
+
+  const void* data_ = nullptr;  // (tokens) as const uint16_t* if narrow_, else const int32_t*
   std::size_t size_ = 0;
+  bool narrow_ = false;
 };
 
 }  // namespace weft

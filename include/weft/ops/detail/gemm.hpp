@@ -36,7 +36,7 @@ void gemm_fallback(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std
   auto a_at = [=](std::size_t i, std::size_t p) { return trans_a ? a[p * lda + i] : a[i * lda + p]; };
   auto b_at = [=](std::size_t p, std::size_t j) { return trans_b ? b[j * ldb + p] : b[p * ldb + j]; };
   const std::size_t row_blocks = (m + gemm_mc - 1) / gemm_mc;
-  const bool big = m * n * k >= parallel_min_work * 8;
+  [[maybe_unused]] const bool big = m * n * k >= parallel_min_work * 8;
 #pragma omp parallel for schedule(dynamic) if (big && row_blocks > 1)
   for (std::size_t rb = 0; rb < row_blocks; ++rb) {
     const std::size_t i0 = rb * gemm_mc, i1 = std::min(m, i0 + gemm_mc);

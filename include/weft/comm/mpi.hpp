@@ -1,0 +1,379 @@
+#pragma once
+// ---- mpi_communicator: the communicator concept over Boost.MPI, host buffers ----
+// Needs the `weft::mpi` CMake target (Boost::mpi, Boost::serialization, MPI::MPI_CXX).
+//
+// What goes where, and why:
+// * Boost.MPI owns the environment (init/finalize), communicator handles, split, and the
+//   point-to-point calls: for arrays of a type with a native MPI datatype (static_assert'ed
+//   below) they are a direct MPI_Send/Recv/Isend/Irecv, no serialisation.
+// * The collectives call MPI on the raw MPI_Comm with native datatypes: Boost.MPI 1.74 has
+//   no reduce_scatter, its in-place all_reduce forms a `const T&` from MPI_IN_PLACE (a
+//   misaligned reference, flagged by -fsanitize=alignment), and it routes a sum over
+//   uint8_t through a user-defined MPI_Op. The raw calls are the very ones a hand-written
+//   MPI program makes (bench_comm measures weft against them).
+// * Errors end the job, never hang it: MPI_ERRORS_ARE_FATAL on the world (Boost sets
+//   MPI_ERRORS_RETURN, whose exceptions could leave one rank unwinding while the others
+//   wait), weft's own argument checks call `abort` (one line, MPI_Abort), and the world
+//   refuses to block forever in MPI_Finalize when a rank left early (see world_options).
+#include "weft/comm/communicator.hpp"  // communicator, comm_scalar, reduce_op, detail::print_error_line
+
+#include <boost/mpi/communicator.hpp>
+#include <boost/mpi/environment.hpp>
+#include <boost/mpi/request.hpp>
+#include <boost/mpi/status.hpp>
+#include <mpi.h>
+
+#include <chrono>
+#include <climits>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+
+namespace weft {
+namespace mpi {
+
+/// How `mpi::world` sets up and shuts down the job.
+struct world_options {
+  /// A rank whose world goes out of scope (the end of main) waits at most this long for
+  /// every other rank to get there too, then ends the job with a message. This turns "a
+  /// rank returned from main early while the others wait in a collective" from a hang into
+  /// an error. Ranks that legitimately finish far apart need a longer value; <= 0 waits
+  /// forever (plain MPI_Finalize behaviour).
+  std::chrono::duration<double> shutdown_timeout = std::chrono::seconds(60);
+};
+
+}  // namespace mpi
+
+namespace detail {
+
+// ---- native MPI datatypes of the comm_scalar types ----
+template <comm_scalar T>
+inline MPI_Datatype mpi_datatype() {
+  if constexpr (std::same_as<T, float>) return MPI_FLOAT;
+  else if constexpr (std::same_as<T, double>) return MPI_DOUBLE;
+  else if constexpr (std::same_as<T, std::int32_t>) return MPI_INT32_T;
+  else if constexpr (std::same_as<T, std::int64_t>) return MPI_INT64_T;
+  else return MPI_UINT8_T;
+}
+
+inline MPI_Op mpi_op(reduce_op op) { return op == reduce_op::sum ? MPI_SUM : MPI_MAX; }
+
+// Prints one line (world rank) and ends every rank of the job with `code`.
+[[noreturn]] inline void mpi_abort(int code, std::string_view msg) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {  // no job to end: this process is all there is
+    detail::print_error_line(0, 1, msg);
+    std::exit(code);
+  }
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  detail::print_error_line(rank, size, msg);
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::abort();  // MPI_Abort does not return; keeps [[noreturn]] honest if it ever did
+}
+
+// ---- the process's MPI session: environment, error policy, guarded shutdown ----
+class mpi_session {
+ public:
+  mpi_session(int& argc, char**& argv, const mpi::world_options& options)
+      // funneled: OpenMP threads compute, only the main thread calls MPI
+      : env_(argc, argv, boost::mpi::threading::funneled, /*abort_on_exception=*/true),
+        timeout_(options.shutdown_timeout) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);  // inherited by splits
+    MPI_Comm_dup(MPI_COMM_WORLD, &shutdown_);  // private: cannot meet a user collective
+  }
+  mpi_session(const mpi_session&) = delete;
+  mpi_session& operator=(const mpi_session&) = delete;
+
+  ~mpi_session() {
+    if (std::uncaught_exceptions() > 0)
+      mpi_abort(1, "weft::mpi::world: an exception left the scope of the MPI world on this rank; "
+                   "ending the job so that the other ranks do not wait for it.");
+    arrive_or_abort();
+    MPI_Comm_free(&shutdown_);
+  }  // env_ calls MPI_Finalize, which now cannot block: every rank has arrived
+
+ private:
+  // A barrier with a deadline: MPI_Finalize would wait forever for a rank that is itself
+  // stuck in a collective waiting for us.
+  void arrive_or_abort() {
+    MPI_Request arrival;
+    MPI_Ibarrier(shutdown_, &arrival);
+    if (timeout_.count() <= 0) {
+      MPI_Wait(&arrival, MPI_STATUS_IGNORE);
+      return;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + timeout_;
+    for (int done = 0;;) {
+      MPI_Test(&arrival, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      if (std::chrono::steady_clock::now() > deadline)
+        mpi_abort(1, "weft::mpi::world: this rank reached the end of the program, but not every "
+                     "rank did within " + std::to_string(timeout_.count()) +
+                     " s (a rank returned early or is stuck); ending the job. If ranks "
+                     "legitimately finish far apart, raise world_options::shutdown_timeout.");
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  boost::mpi::environment env_;
+  std::chrono::duration<double> timeout_;
+  MPI_Comm shutdown_ = MPI_COMM_NULL;
+};
+
+// The session of this process while a world is alive: a second `world()` shares it.
+inline std::weak_ptr<mpi_session> live_session;
+
+}  // namespace detail
+
+class mpi_communicator;
+namespace mpi {
+mpi_communicator world(int& argc, char**& argv, world_options options = {});
+}
+
+/// A group of MPI processes (host buffers). Copies are cheap handles to the same group.
+/// Satisfies `communicator`. Get the world from `mpi::world(argc, argv)`.
+class mpi_communicator {
+ public:
+  /// Non-blocking operation handle (move-only). Destroying an incomplete request waits for
+  /// it, so a buffer is never freed under a transfer in flight.
+  class request {
+   public:
+    request() = default;
+    request(request&& other) noexcept
+        : req_(std::move(other.req_)),
+          active_(std::exchange(other.active_, false)),
+          expected_(other.expected_),
+          type_size_(other.type_size_) {}
+    request& operator=(request&& other) noexcept {
+      if (this != &other) {
+        wait();
+        req_ = std::move(other.req_);
+        active_ = std::exchange(other.active_, false);
+        expected_ = other.expected_;
+        type_size_ = other.type_size_;
+      }
+      return *this;
+    }
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    ~request() { wait(); }
+
+    void wait() {
+      if (active_) finish(req_.wait());
+    }
+    /// True once the operation has completed.
+    bool test() {
+      if (!active_) return true;
+      if (auto status = req_.test()) {
+        finish(*status);
+        return true;
+      }
+      return false;
+    }
+
+   private:
+    friend class mpi_communicator;
+    request(boost::mpi::request r, int expected, int type_size)
+        : req_(std::move(r)), active_(true), expected_(expected), type_size_(type_size) {}
+
+    void finish(const boost::mpi::status& status) {
+      active_ = false;
+      if (expected_ < 0) return;  // a send
+      MPI_Count bytes = 0;
+      MPI_Get_elements_x(&static_cast<const MPI_Status&>(status), MPI_BYTE, &bytes);
+      if (bytes != static_cast<MPI_Count>(expected_) * type_size_)
+        detail::mpi_abort(1, "weft::mpi_communicator::irecv: received " + std::to_string(bytes) +
+                                 " bytes from rank " + std::to_string(status.source()) + " (tag " +
+                                 std::to_string(status.tag()) + ") but expected " +
+                                 std::to_string(static_cast<MPI_Count>(expected_) * type_size_) +
+                                 ". Send and receive the same type and count.");
+    }
+
+    boost::mpi::request req_;
+    bool active_ = false;
+    int expected_ = -1;  // elements a receive expects; -1 for a send
+    int type_size_ = 1;
+  };
+
+  /// Wraps a communicator whose MPI environment the caller manages.
+  explicit mpi_communicator(boost::mpi::communicator comm) : comm_(std::move(comm)) {}
+
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+  /// The raw handle, e.g. to bootstrap NCCL or to call MPI directly.
+  MPI_Comm native() const { return MPI_Comm(comm_); }
+
+  // ---- collectives ----
+
+  template <comm_output R>
+  void all_reduce(R&& buffer, reduce_op op) {
+    using T = comm_element_t<R>;
+    const auto inout = detail::as_span(buffer);
+    if (inout.empty()) return;  // every rank passes the same count, so every rank skips
+    MPI_Allreduce(MPI_IN_PLACE, inout.data(), count("all_reduce", inout.size()),
+                  detail::mpi_datatype<T>(), detail::mpi_op(op), native());
+  }
+
+  /// in: (size * n), out: (n): out = the sum over ranks of block `rank()` of in.
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void reduce_scatter(In&& in_buffer, Out&& out_buffer) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    require_blocks("reduce_scatter", "input", in.size(), out.size());
+    if (out.empty()) return;
+    MPI_Reduce_scatter_block(in.data(), out.data(), count("reduce_scatter", out.size()),
+                             detail::mpi_datatype<T>(), MPI_SUM, native());
+  }
+
+  /// in: (n), out: (size * n), block r from rank r.
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_gather(In&& in_buffer, Out&& out_buffer) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    require_blocks("all_gather", "output", out.size(), in.size());
+    if (in.empty()) return;
+    const int n = count("all_gather", in.size());
+    MPI_Allgather(in.data(), n, detail::mpi_datatype<T>(), out.data(), n, detail::mpi_datatype<T>(), native());
+  }
+
+  template <comm_output R>
+  void broadcast(R&& buffer, int root) {
+    using T = comm_element_t<R>;
+    const auto inout = detail::as_span(buffer);
+    require_rank("broadcast", "root", root);
+    if (inout.empty()) return;
+    MPI_Bcast(inout.data(), count("broadcast", inout.size()), detail::mpi_datatype<T>(), root, native());
+  }
+
+  void barrier() { comm_.barrier(); }
+
+  /// Ranks with the same color (>= 0) form a new group, ordered by key (ties by rank).
+  /// Collective over this group.
+  mpi_communicator split(int color, int key) const {
+    if (color < 0)
+      abort(1, "weft::mpi_communicator::split: color " + std::to_string(color) +
+                   " is negative. Pass a color >= 0 (every rank lands in some group).");
+    return mpi_communicator(session_, comm_.split(color, key));
+  }
+
+  // ---- point to point: exact type and count on both sides ----
+
+  template <comm_input R>
+  void send(R&& buffer, int dest, int tag) {
+    using T = comm_element_t<R>;
+    const std::span<const T> in = detail::as_span(buffer);
+    static_assert(boost::mpi::is_mpi_datatype<T>::value);  // Boost sends it natively, unserialised
+    require_rank("send", "dest", dest);
+    comm_.send(dest, tag, in.data(), count("send", in.size()));
+  }
+
+  template <comm_output R>
+  void recv(R&& buffer, int src, int tag) {
+    using T = comm_element_t<R>;
+    const auto out = detail::as_span(buffer);
+    static_assert(boost::mpi::is_mpi_datatype<T>::value);
+    require_rank("recv", "src", src);
+    const boost::mpi::status status = comm_.recv(src, tag, out.data(), count("recv", out.size()));
+    if (auto got = status.count<T>(); !got || static_cast<std::size_t>(*got) != out.size())
+      abort(1, "weft::mpi_communicator::recv: got " + (got ? std::to_string(*got) : std::string("a partial")) +
+                   " elements from rank " + std::to_string(src) + " (tag " + std::to_string(tag) +
+                   ") but expected " + std::to_string(out.size()) +
+                   ". Send and receive the same type and count.");
+  }
+
+  template <comm_input R>
+  request isend(R&& buffer, int dest, int tag) {
+    using T = comm_element_t<R>;
+    const std::span<const T> in = detail::as_span(buffer);
+    static_assert(boost::mpi::is_mpi_datatype<T>::value);
+    require_rank("isend", "dest", dest);
+    return request(comm_.isend(dest, tag, in.data(), count("isend", in.size())), -1, sizeof(T));
+  }
+
+  template <comm_output R>
+  request irecv(R&& buffer, int src, int tag) {
+    using T = comm_element_t<R>;
+    const auto out = detail::as_span(buffer);
+    static_assert(boost::mpi::is_mpi_datatype<T>::value);
+    require_rank("irecv", "src", src);
+    const int n = count("irecv", out.size());
+    return request(comm_.irecv(src, tag, out.data(), n), n, sizeof(T));
+  }
+
+  /// Prints msg as one line on stderr ("weft[rank r/n]: msg", world rank) and ends every
+  /// rank of the job with exit code `code` (MPI_Abort on the world).
+  [[noreturn]] void abort(int code, std::string_view msg) const { detail::mpi_abort(code, msg); }
+
+ private:
+  friend mpi_communicator mpi::world(int&, char**&, mpi::world_options);
+
+  mpi_communicator(std::shared_ptr<detail::mpi_session> session, boost::mpi::communicator comm)
+      : session_(std::move(session)), comm_(std::move(comm)) {}
+
+  // MPI counts are int.
+  int count(const char* op, std::size_t n) const {
+    if (n > static_cast<std::size_t>(INT_MAX))
+      abort(1, std::string("weft::mpi_communicator::") + op + ": " + std::to_string(n) +
+                   " elements exceed MPI's int count. Split the transfer into chunks below 2^31.");
+    return static_cast<int>(n);
+  }
+
+  // `whole` must be size() blocks of `block` elements (reduce_scatter input, all_gather output).
+  void require_blocks(const char* op, const char* what, std::size_t whole, std::size_t block) const {
+    if (whole != block * static_cast<std::size_t>(size()))
+      abort(1, std::string("weft::mpi_communicator::") + op + ": the " + what + " has " +
+                   std::to_string(whole) + " elements, but must be size() (" + std::to_string(size()) +
+                   ") x " + std::to_string(block) + ". Size the buffers for this communicator.");
+  }
+
+  void require_rank(const char* op, const char* what, int peer) const {
+    if (peer < 0 || peer >= size())
+      abort(1, std::string("weft::mpi_communicator::") + op + ": " + what + " " + std::to_string(peer) +
+                   " is not a rank of this communicator (size " + std::to_string(size()) +
+                   "). Pass a rank in [0, size()).");
+  }
+
+  std::shared_ptr<detail::mpi_session> session_;  // declared first: the group is freed before finalize
+  boost::mpi::communicator comm_;
+};
+
+static_assert(communicator<mpi_communicator>);
+
+namespace mpi {
+
+/// Starts MPI (once per process) and returns the world communicator. The environment
+/// lives until the world and every communicator split from it are gone; then every rank
+/// meets (within options.shutdown_timeout) and MPI is finalised. Launch with
+/// `mpirun -np N program`.
+inline mpi_communicator world(int& argc, char**& argv, world_options options) {
+  auto session = detail::live_session.lock();
+  if (!session) {
+    if (boost::mpi::environment::finalized()) {
+      detail::print_error_line(0, 1, "weft::mpi::world: MPI was already finalised in this process and "
+                                     "cannot start again. Keep one world alive for the whole program.");
+      std::exit(1);
+    }
+    session = std::make_shared<detail::mpi_session>(argc, argv, options);
+    detail::live_session = session;
+  }
+  return mpi_communicator(std::move(session), boost::mpi::communicator());
+}
+
+}  // namespace mpi
+}  // namespace weft

@@ -1,0 +1,62 @@
+#pragma once
+// ---- causal self-attention core: packed (q, k, v) heads -> concatenated head outputs ----
+// Input rows hold H query heads, then KVH key heads, then KVH value heads, D each; output rows
+// hold the H head outputs. Grouped-query attention: query head h reads kv head h / (H / KVH).
+#include "weft/core/diagnostics.hpp"  // diag::divisible
+#include "weft/model/layer.hpp"       // stateless_layer, frame
+#include "weft/model/rope.hpp"        // no_rope, rope
+#include "weft/ops/attention.hpp"     // attention_forward/backward
+#include "weft/ops/rope.hpp"          // rope_forward/backward
+
+#include <algorithm>
+#include <cstddef>
+
+namespace weft {
+
+/// Softmax(q·kᵀ/√D, causal)·v over H heads sharing KVH key/value heads, with optional rope.
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope>
+struct causal_attention : stateless_layer {
+  static constexpr bool kv_divides = diag::divisible<H, KVH>;
+  static_assert(kv_divides, "weft::causal_attention: heads is not divisible by kv_heads. Choose kv_heads that divides heads.");
+  static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;
+  static constexpr std::size_t in_width = qkv_width;
+  static constexpr std::size_t out_width = H * D;
+
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t probs_count = B * H * S * S;  // (batch, heads, seq, seq)
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = probs_count<B, S> + (PosEnc::enabled ? B * S * qkv_width : 0);
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = probs_count<B, S> + (PosEnc::enabled ? B * S * qkv_width : 0);
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    constexpr std::size_t B = F::batch, S = F::seq;
+    auto* probs = f.kept;  // (batch, heads, seq, seq)
+    if constexpr (PosEnc::enabled) {
+      auto* rotated = f.kept + probs_count<B, S>;  // (batch, seq, qkv_width)
+      ops::rope_forward<B, S, H, KVH, D>(rotated, in);
+      ops::attention_forward<B, S, H, KVH, D>(out, probs, rotated);
+    } else {
+      ops::attention_forward<B, S, H, KVH, D>(out, probs, in);
+    }
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    constexpr std::size_t B = F::batch, S = F::seq;
+    const auto* probs = f.kept;
+    auto* dprobs = f.scratch;  // (batch, heads, seq, seq)
+    if constexpr (PosEnc::enabled) {
+      const auto* rotated = f.kept + probs_count<B, S>;
+      auto* drotated = f.scratch + probs_count<B, S>;  // (batch, seq, qkv_width)
+      std::fill_n(drotated, B * S * qkv_width, typename F::value_type{0});
+      ops::attention_backward<B, S, H, KVH, D>(drotated, dprobs, dout, rotated, probs);
+      ops::rope_backward<B, S, H, KVH, D>(din, drotated);
+    } else {
+      ops::attention_backward<B, S, H, KVH, D>(din, dprobs, dout, in, probs);
+    }
+  }
+};
+
+}  // namespace weft

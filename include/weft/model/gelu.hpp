@@ -1,0 +1,31 @@
+#pragma once
+// ---- GELU activation (tanh form, as GPT-2) ----
+#include "weft/model/layer.hpp"  // stateless_layer, frame
+#include "weft/ops/gelu.hpp"     // gelu_forward/backward
+
+#include <cstddef>
+
+namespace weft {
+
+/// Elementwise GELU over rows of width `C`.
+template <std::size_t C>
+struct gelu : stateless_layer {
+  static constexpr std::size_t in_width = C;
+  static constexpr std::size_t out_width = C;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+
+  template <class F>
+  static void forward(const F&, const typename F::value_type* in, typename F::value_type* out) {
+    ops::gelu_forward<F::rows * C>(out, in);
+  }
+  template <class F>
+  static void backward(const F&, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    ops::gelu_backward<F::rows * C>(din, in, dout);
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,50 @@
+#pragma once
+// ---- model hyper-parameters as tags: gpt_config<vocab<50304>, context<1024>, width<768>, ...> ----
+#include <cstddef>
+#include <type_traits>
+
+namespace weft {
+
+namespace detail {
+template <class Tag, std::size_t N>
+struct size_tag {
+  using tag = Tag;
+  static constexpr std::size_t value = N;
+};
+struct vocab_tag {};
+struct context_tag {};
+struct width_tag {};
+struct heads_tag {};
+struct kv_heads_tag {};
+struct depth_tag {};
+struct ffn_tag {};
+
+// Value of the first tag of kind `Tag` in `Ts`, else `Default`; `count` says how many there are.
+template <class Tag, std::size_t Default, class... Ts>
+struct find_tag {
+  static constexpr std::size_t count = (std::size_t{0} + ... + (std::is_same_v<typename Ts::tag, Tag> ? 1u : 0u));
+  static constexpr std::size_t value = [] {
+    std::size_t v = Default;
+    bool found = false;
+    ((!found && std::is_same_v<typename Ts::tag, Tag> ? (v = Ts::value, found = true) : false), ...);
+    return v;
+  }();
+};
+}  // namespace detail
+
+/// Vocabulary size.
+template <std::size_t N> struct vocab : detail::size_tag<detail::vocab_tag, N> {};
+/// Longest sequence (learned positions are sized by it).
+template <std::size_t N> struct context : detail::size_tag<detail::context_tag, N> {};
+/// Model width (d_model).
+template <std::size_t N> struct width : detail::size_tag<detail::width_tag, N> {};
+/// Attention (query) heads.
+template <std::size_t N> struct heads : detail::size_tag<detail::heads_tag, N> {};
+/// Key/value heads (grouped-query attention); equal to heads by default.
+template <std::size_t N> struct kv_heads : detail::size_tag<detail::kv_heads_tag, N> {};
+/// Number of transformer blocks.
+template <std::size_t N> struct depth : detail::size_tag<detail::depth_tag, N> {};
+/// Hidden width of the MLP.
+template <std::size_t N> struct ffn : detail::size_tag<detail::ffn_tag, N> {};
+
+}  // namespace weft

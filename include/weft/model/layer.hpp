@@ -1,0 +1,137 @@
+#pragma once
+// ---- the layer concept and the frame a layer runs in ----
+// A layer is a type. It publishes, at compile time:
+//   in_width, out_width          the widths of its input and output rows; a row is one token,
+//                                so activations are (batch, seq, width). in_width 0 = token ids.
+//   param_count                  elements of its parameters (one contiguous block)
+//   kept_count<B, S>             elements of the activations it keeps for backward
+//   scratch_count<B, S>          elements of workspace it needs while running (a stack)
+//   find_param(path)             constexpr offset of a parameter by dotted path, or npos
+//   visit_params(prefix, base, f) calls f(param_info) for every parameter (names, shapes, roles)
+// and, at run time, forward(frame, in, out) and backward(frame, in, dout, din). Backward
+// ACCUMULATES into din and into the parameter gradients; the caller zeroes them.
+#include "weft/core/fixed_string.hpp"  // fixed_string
+#include "weft/model/param.hpp"        // param_list, role, init_context
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft {
+
+/// Not found (parameter path look-ups).
+inline constexpr std::size_t npos_param = static_cast<std::size_t>(-1);
+
+/// A parameter as seen at run time: what checkpoints, optimizers and reports need.
+struct param_info {
+  std::string name;                ///< dotted path, e.g. "h.0.attn.c_attn.weight"
+  std::size_t offset = 0;          ///< element offset in the model's parameter block
+  std::size_t size = 0;            ///< number of elements
+  std::vector<std::size_t> shape;  ///< extents, in weft's storage order
+  role tp_role = role::replicated;
+  bool decay = false;              ///< weight decay applies
+  export_layout export_as = export_layout::as_is;
+  bool random_init = false;
+  double init_constant = 0.0;
+  double init_stddev = 0.0;
+};
+
+/// Where one layer's parameters, gradients, kept activations and workspace are, for one
+/// micro-batch of B sequences of S tokens in element type T. `Root` is the whole model (tied
+/// parameters are found through it).
+template <class T, std::size_t B, std::size_t S, class Root>
+struct frame {
+  using value_type = T;
+  using root_type = Root;
+  static constexpr std::size_t batch = B;
+  static constexpr std::size_t seq = S;
+  static constexpr std::size_t rows = B * S;  ///< tokens in the micro-batch
+
+  T* params = nullptr;   ///< this layer's parameter block
+  T* grads = nullptr;    ///< its gradient block (nullptr: forward only)
+  T* kept = nullptr;     ///< its kept activations
+  T* scratch = nullptr;  ///< top of the workspace stack
+  T* root_params = nullptr;
+  T* root_grads = nullptr;
+  const std::int32_t* tokens = nullptr;  ///< (batch, seq) token ids
+
+  /// The frame of a child whose blocks start at the given offsets.
+  constexpr frame child(std::size_t param_offset, std::size_t kept_offset, std::size_t scratch_offset) const {
+    frame f = *this;
+    f.params = params + param_offset;
+    f.grads = grads ? grads + param_offset : nullptr;
+    f.kept = kept + kept_offset;
+    f.scratch = scratch + scratch_offset;
+    return f;
+  }
+};
+
+namespace detail {
+struct layer_probe_root {
+  static constexpr std::size_t find_param(std::string_view) { return npos_param; }
+};
+using probe_frame = frame<double, 1, 1, layer_probe_root>;
+}  // namespace detail
+
+/// A model building block (see the top of this file for the contract).
+template <class L>
+concept layer = requires(const detail::probe_frame& f, const double* in, double* out, std::string_view path) {
+  { L::in_width } -> std::convertible_to<std::size_t>;
+  { L::out_width } -> std::convertible_to<std::size_t>;
+  { L::param_count } -> std::convertible_to<std::size_t>;
+  { L::template kept_count<1, 1> } -> std::convertible_to<std::size_t>;
+  { L::template scratch_count<1, 1> } -> std::convertible_to<std::size_t>;
+  { L::find_param(path) } -> std::convertible_to<std::size_t>;
+  L::forward(f, in, out);
+  L::backward(f, in, in, out);
+};
+
+/// A whole model from token ids to logits, with the facts plans and FLOP counts need.
+template <class M>
+concept language_model = layer<M> && requires {
+  { M::vocab_size } -> std::convertible_to<std::size_t>;
+  { M::context_length } -> std::convertible_to<std::size_t>;
+  { M::depth } -> std::convertible_to<std::size_t>;
+  { M::width } -> std::convertible_to<std::size_t>;
+  { M::heads } -> std::convertible_to<std::size_t>;
+  { M::lookup_param_count } -> std::convertible_to<std::size_t>;
+} && (M::in_width == 0) && (M::out_width == M::vocab_size);
+
+/// Base of layers that own a flat list of parameters (no children).
+template <class Params>
+struct leaf_layer {
+  using params = Params;
+  static constexpr std::size_t param_count = Params::size;
+
+  static constexpr std::size_t find_param(std::string_view path) {
+    const std::size_t o = Params::find(path);
+    return o == Params::npos ? npos_param : o;
+  }
+
+  template <class F>
+  static void visit_params(const std::string& prefix, std::size_t base, const init_context& ic, F&& f) {
+    Params::for_each([&](auto p, std::size_t off) {
+      using P = decltype(p);
+      param_info i;
+      i.name = prefix + std::string(P::name.view());
+      i.offset = base + off;
+      i.size = P::size;
+      i.shape.assign(P::shape_type::extents.begin(), P::shape_type::extents.end());
+      i.tp_role = P::tp_role;
+      i.decay = P::decay;
+      i.export_as = P::export_as;
+      i.random_init = P::init_type::random;
+      i.init_constant = P::init_type::constant;
+      i.init_stddev = P::init_type::stddev(ic);
+      f(i);
+    });
+  }
+};
+
+/// Base of layers without parameters.
+struct stateless_layer : leaf_layer<param_list<>> {};
+
+}  // namespace weft

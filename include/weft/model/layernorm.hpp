@@ -1,0 +1,33 @@
+#pragma once
+// ---- layer normalisation over the width axis, with gain and bias ----
+#include "weft/core/shape.hpp"     // shape, axis
+#include "weft/model/layer.hpp"    // leaf_layer, frame
+#include "weft/ops/layernorm.hpp"  // layernorm_forward/backward
+
+#include <cstddef>
+
+namespace weft {
+
+/// LayerNorm(width) with eps 1e-5; keeps the per-row mean and 1/std.
+template <std::size_t C>
+struct layernorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>,
+                                         param<"bias", shape<axis<"width", C>>, role::replicated, init::zeros>>> {
+  static constexpr std::size_t in_width = C;
+  static constexpr std::size_t out_width = C;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 2 * B * S;  // mean (rows), rstd (rows)
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    ops::layernorm_forward<F::rows, C>(out, f.kept, f.kept + F::rows, in, f.params, f.params + C);
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    ops::layernorm_backward<F::rows, C>(din, f.grads, f.grads + C, dout, in, f.params, f.kept, f.kept + F::rows);
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,72 @@
+#pragma once
+// ---- LLaMA family ----
+// llama<llama_config<vocab<…>, context<…>, width<…>, heads<…>, kv_heads<…>, depth<…>, ffn<…>>>:
+// token embedding, `depth` pre-norm blocks of rmsnorm + grouped-query attention with rotary
+// positions (no biases) + SwiGLU MLP, a final rmsnorm and an untied LM head.
+#include "weft/core/diagnostics.hpp"       // diag::divisible
+#include "weft/model/attention.hpp"        // attention
+#include "weft/model/block.hpp"            // block
+#include "weft/model/hyper.hpp"            // vocab, context, width, heads, kv_heads, depth, ffn
+#include "weft/model/lm_head.hpp"          // lm_head, untied
+#include "weft/model/mlp.hpp"              // swiglu_mlp
+#include "weft/model/named.hpp"            // named
+#include "weft/model/repeat.hpp"           // repeat
+#include "weft/model/rmsnorm.hpp"          // rmsnorm
+#include "weft/model/rope.hpp"             // rope
+#include "weft/model/sequential.hpp"       // sequential
+#include "weft/model/token_embedding.hpp"  // token_embedding
+
+#include <cstddef>
+
+namespace weft {
+
+/// Hyper-parameters of a LLaMA-style model; kv_heads defaults to heads, ffn to 8/3·width
+/// rounded up to a multiple of 64.
+template <class... Tags>
+struct llama_config {
+  static constexpr std::size_t vocab_size = detail::find_tag<detail::vocab_tag, 0, Tags...>::value;
+  static constexpr std::size_t context_length = detail::find_tag<detail::context_tag, 0, Tags...>::value;
+  static constexpr std::size_t width = detail::find_tag<detail::width_tag, 0, Tags...>::value;
+  static constexpr std::size_t heads = detail::find_tag<detail::heads_tag, 0, Tags...>::value;
+  static constexpr std::size_t kv_heads = detail::find_tag<detail::kv_heads_tag, heads, Tags...>::value;
+  static constexpr std::size_t depth = detail::find_tag<detail::depth_tag, 0, Tags...>::value;
+  static constexpr std::size_t ffn = detail::find_tag<detail::ffn_tag, (8 * width / 3 + 63) / 64 * 64, Tags...>::value;
+
+  static constexpr bool all_given = vocab_size > 0 && context_length > 0 && width > 0 && heads > 0 && kv_heads > 0 && depth > 0;
+  static_assert(all_given, "weft::llama_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
+  static constexpr bool width_divisible_by_heads = diag::divisible<width, heads>;
+  static_assert(width_divisible_by_heads, "weft::llama_config: width is not divisible by heads. Choose heads that divides width (head size = width / heads).");
+  static constexpr bool heads_divisible_by_kv_heads = diag::divisible<heads, kv_heads>;
+  static_assert(heads_divisible_by_kv_heads, "weft::llama_config: heads is not divisible by kv_heads. Choose kv_heads that divides heads (each kv head serves heads / kv_heads query heads).");
+  static constexpr bool head_size_even = diag::divisible<(heads > 0 ? width / heads : 0), 2>;
+  static_assert(head_size_even, "weft::llama_config: the head size (width / heads) is odd, but rotary embeddings rotate pairs. Choose width and heads so that width / heads is even.");
+};
+
+namespace detail {
+template <class Cfg>
+using llama_block = block<rmsnorm<Cfg::width>, attention<Cfg::width, Cfg::heads, Cfg::kv_heads, rope, false>,
+                          rmsnorm<Cfg::width>, swiglu_mlp<Cfg::width, Cfg::ffn>>;
+
+template <class Cfg>
+using llama_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
+                              named<"layers", repeat<Cfg::depth, llama_block<Cfg>>>, named<"norm", rmsnorm<Cfg::width>>,
+                              named<"head", lm_head<Cfg::vocab_size, Cfg::width, untied>>>;
+}  // namespace detail
+
+/// A LLaMA model: token ids (batch, seq) -> logits (batch, seq, vocab).
+template <class Cfg>
+struct llama : detail::llama_body<Cfg> {
+  using config = Cfg;
+  static constexpr std::size_t vocab_size = Cfg::vocab_size;
+  static constexpr std::size_t context_length = Cfg::context_length;
+  static constexpr std::size_t depth = Cfg::depth;
+  static constexpr std::size_t width = Cfg::width;
+  static constexpr std::size_t heads = Cfg::heads;
+  static constexpr std::size_t kv_heads = Cfg::kv_heads;
+  static constexpr std::size_t ffn = Cfg::ffn;
+  static constexpr const char* family = "llama";
+  /// Parameters only looked up, never multiplied (the untied token embedding).
+  static constexpr std::size_t lookup_param_count = Cfg::vocab_size * Cfg::width;
+};
+
+}  // namespace weft

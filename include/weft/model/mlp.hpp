@@ -1,0 +1,23 @@
+#pragma once
+// ---- MLPs: GELU (GPT-2) and SwiGLU (LLaMA) ----
+#include "weft/model/gelu.hpp"        // gelu
+#include "weft/model/linear.hpp"      // linear
+#include "weft/model/named.hpp"       // named
+#include "weft/model/sequential.hpp"  // sequential
+#include "weft/model/swiglu.hpp"      // swiglu
+
+#include <cstddef>
+
+namespace weft {
+
+/// width -> F (column-parallel) -> GELU -> width (row-parallel). Names: c_fc, c_proj.
+template <std::size_t C, std::size_t F, bool Bias = true, export_layout Export = export_layout::as_is>
+using gelu_mlp = sequential<named<"c_fc", linear<C, F, role::column, Bias, init::normal<20>, Export>>, gelu<F>,
+                            named<"c_proj", linear<F, C, role::row, Bias, init::normal_residual<20>, Export>>>;
+
+/// width -> [gate | up] (2F, column-parallel) -> silu(gate)·up -> width (row-parallel), no biases.
+template <std::size_t C, std::size_t F>
+using swiglu_mlp = sequential<named<"gate_up", linear<C, 2 * F, role::column, false>>, swiglu<F>,
+                              named<"down", linear<F, C, role::row, false, init::normal_residual<20>>>>;
+
+}  // namespace weft

@@ -1,0 +1,31 @@
+#pragma once
+// ---- SwiGLU gate: (rows, [gate | up]) -> (rows, silu(gate) * up) ----
+#include "weft/model/layer.hpp"  // stateless_layer, frame
+#include "weft/ops/swiglu.hpp"   // swiglu_forward/backward
+
+#include <cstddef>
+
+namespace weft {
+
+/// Takes rows of width 2H (gate then up), gives rows of width H.
+template <std::size_t H>
+struct swiglu : stateless_layer {
+  static constexpr std::size_t in_width = 2 * H;
+  static constexpr std::size_t out_width = H;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+
+  template <class F>
+  static void forward(const F&, const typename F::value_type* in, typename F::value_type* out) {
+    ops::swiglu_forward<F::rows, H>(out, in);
+  }
+  template <class F>
+  static void backward(const F&, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    ops::swiglu_backward<F::rows, H>(din, in, dout);
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,34 @@
+#pragma once
+// ---- token embedding: ids -> rows of a (vocab, width) table ----
+#include "weft/core/shape.hpp"     // shape, axis
+#include "weft/model/layer.hpp"    // leaf_layer, frame
+#include "weft/ops/embedding.hpp"  // embedding_forward/backward
+
+#include <cstddef>
+
+namespace weft {
+
+/// Looks up each token id in a (vocab, width) table. Vocabulary-parallel under tensor parallelism.
+template <std::size_t V, std::size_t C>
+struct token_embedding
+    : leaf_layer<param_list<param<"weight", shape<axis<"vocab", V>, axis<"width", C>>, role::vocab, init::normal<20>>>> {
+  static constexpr std::size_t vocab_size = V;
+  static constexpr std::size_t in_width = 0;  // token ids, not activations
+  static constexpr std::size_t out_width = C;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* /*in*/, typename F::value_type* out) {
+    ops::embedding_forward<F::rows, V, C>(out, f.tokens, f.params);  // (batch, seq, width)
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
+                       typename F::value_type* /*din*/) {
+    if (f.grads) ops::embedding_backward<F::rows, V, C>(f.grads, dout, f.tokens);
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,229 @@
+#pragma once
+// ---- pipeline schedules: GPipe, 1F1B, interleaved 1F1B ----
+// `make_schedule<one_f_one_b, P, M>()` is the per-stage instruction lists of a pipeline of
+// P stages over M micro-batches, as a constexpr value that has already been proven by
+// verify() (schedule_check.hpp): a bad schedule does not compile. The orderings follow
+// Megatron-LM (schedules.py):
+//
+// * gpipe          all M forwards, then all M backwards.
+// * one_f_one_b    stage s runs min(P - s - 1, M) warm-up forwards, then alternates one
+//                  forward and one backward, then drains the remaining backwards.
+// * interleaved<V> each stage holds V model chunks (virtual stage c * P + s); the
+//                  micro-batches go through the chunks in groups of P, with
+//                  (P - s - 1) * 2 + (V - 1) * P warm-up forwards (all of them when
+//                  M == P), then 1F1B, then the drain. Needs M % P == 0, as Megatron does.
+//
+// Every compute is preceded by its recv (unless the data or the loss is local) and
+// followed by its send. Between two computes the pending sends and recvs go activation
+// traffic first, then gradient traffic; both neighbours of a link use the same order, so
+// the lists also complete with synchronous (unbuffered) sends where the report says so.
+#include "weft/core/constant.hpp"            // dynamic
+#include "weft/core/diagnostics.hpp"         // diag::at_least, diag::divisible
+#include "weft/parallel/instruction.hpp"     // instruction
+#include "weft/parallel/schedule_check.hpp"  // verify, simulate
+#include "weft/parallel/schedule_table.hpp"  // schedule
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace weft {
+
+// ---- schedule tags ----
+
+/// All forwards, then all backwards; holds M activation sets per stage.
+struct gpipe {
+  static constexpr std::size_t chunks = 1;
+};
+
+/// One forward, one backward (PipeDream-flush / Megatron-LM); holds at most P - s sets on stage s.
+struct one_f_one_b {
+  static constexpr std::size_t chunks = 1;
+};
+
+/// Megatron-LM's interleaved 1F1B with `V` model chunks per stage; bubble shrinks by V.
+template <std::size_t V>
+struct interleaved {
+  static constexpr std::size_t chunks = V;
+};
+
+/// The schedule families, for choosing one at run time.
+enum class schedule_kind : std::uint8_t { gpipe, one_f_one_b, interleaved };
+
+namespace detail {
+template <class T>
+struct tag_kind;
+template <>
+struct tag_kind<gpipe> : std::integral_constant<schedule_kind, schedule_kind::gpipe> {};
+template <>
+struct tag_kind<one_f_one_b> : std::integral_constant<schedule_kind, schedule_kind::one_f_one_b> {};
+template <std::size_t V>
+struct tag_kind<interleaved<V>> : std::integral_constant<schedule_kind, schedule_kind::interleaved> {};
+}  // namespace detail
+
+/// Satisfied by gpipe, one_f_one_b and interleaved<V>.
+template <class T>
+concept schedule_tag = requires { detail::tag_kind<T>::value; };
+
+namespace detail {
+
+// ---- generation ----
+
+// Appends one stage's list: computes with their recvs before and sends after, and the
+// sends/recvs between two computes sorted (activations first, then gradients).
+template <class S>
+struct stage_writer {
+  S& out;
+  std::size_t st, p, v;
+  std::array<instruction, 4> pending{};  // sends/recvs between two computes (at most 4)
+  std::size_t n = 0;
+
+  constexpr std::size_t virtual_stage(std::size_t chunk) const { return chunk * p + st; }
+  constexpr bool has_prev(std::size_t chunk) const { return p > 1 && virtual_stage(chunk) > 0; }
+  constexpr bool has_next(std::size_t chunk) const { return p > 1 && virtual_stage(chunk) + 1 < p * v; }
+  constexpr std::size_t prev() const { return (st + p - 1) % p; }
+  constexpr std::size_t next() const { return (st + 1) % p; }
+
+  constexpr void flush() {
+    // Activation traffic first, gradient traffic second, each in queued order.
+    std::stable_partition(pending.begin(), pending.begin() + n, [](const instruction& i) { return i.is_act_comm(); });
+    for (std::size_t k = 0; k < n; ++k) out.push(st, pending[k]);
+    n = 0;
+  }
+  constexpr void forward(std::size_t mb, std::size_t chunk) {
+    if (has_prev(chunk)) pending[n++] = instruction::recv_act(mb, chunk, prev());
+    flush();
+    out.push(st, instruction::forward(mb, chunk));
+    if (has_next(chunk)) pending[n++] = instruction::send_act(mb, chunk, next());
+  }
+  constexpr void backward(std::size_t mb, std::size_t chunk) {
+    if (has_next(chunk)) pending[n++] = instruction::recv_grad(mb, chunk, next());
+    flush();
+    out.push(st, instruction::backward(mb, chunk));
+    if (has_prev(chunk)) pending[n++] = instruction::send_grad(mb, chunk, prev());
+  }
+  constexpr void finish() {
+    flush();
+    out.push(st, instruction::reduce_grads());
+    out.push(st, instruction::optimizer_step());
+  }
+};
+
+// Warm-up forwards of stage `st` (Megatron-LM's num_warmup_microbatches).
+constexpr std::size_t warmup(schedule_kind k, std::size_t st, std::size_t p, std::size_t m, std::size_t v) {
+  switch (k) {
+    case schedule_kind::gpipe: return m;
+    case schedule_kind::one_f_one_b: return std::min(p - st - 1, m);
+    case schedule_kind::interleaved:
+      if (m == p) return m * v;  // all forwards first, then all backwards
+      return std::min((p - st - 1) * 2 + (v - 1) * p, m * v);
+  }
+  return m * v;
+}
+
+// The three families share one shape: `w` forwards, then (forward, backward) pairs, then
+// the remaining backwards. The k-th forward (backward) of a stage is a (micro-batch,
+// chunk): micro-batches go through the chunks in groups of P (backwards through the
+// chunks in reverse). With V = 1 this is simply micro-batch k, chunk 0.
+template <class S>
+constexpr void write_schedule(S& out, schedule_kind kind) {
+  const std::size_t p = out.stages(), m = out.microbatches(), v = out.chunks(), total = m * v;
+  auto mb_of = [&](std::size_t k) { return (k / (p * v)) * p + k % p; };
+  auto chunk_of = [&](std::size_t k, bool fwd) {
+    const std::size_t c = (k % (p * v)) / p;
+    return fwd ? c : v - 1 - c;
+  };
+  for (std::size_t st = 0; st < p; ++st) {
+    stage_writer<S> w{out, st, p, v};
+    const std::size_t warm = warmup(kind, st, p, m, v);
+    for (std::size_t k = 0; k < warm; ++k) w.forward(mb_of(k), chunk_of(k, true));
+    for (std::size_t k = 0; k < total - warm; ++k) {
+      w.forward(mb_of(warm + k), chunk_of(warm + k, true));
+      w.backward(mb_of(k), chunk_of(k, false));
+    }
+    for (std::size_t k = total - warm; k < total; ++k) w.backward(mb_of(k), chunk_of(k, false));
+    w.finish();
+  }
+}
+
+// What is wrong with (kind, P, M, V) in words; "" when nothing. The compile-time checks in
+// make_schedule state the same conditions as static_asserts.
+constexpr std::string_view pipeline_problem(schedule_kind k, std::size_t p, std::size_t m, std::size_t v) {
+  if (p == 0 || m == 0)
+    return "weft::pipeline: a pipeline needs at least one stage and one micro-batch. Use P >= 1 and "
+           "microbatches<M> with M >= 1.";
+  if (k == schedule_kind::one_f_one_b && m < p)
+    return "weft::pipeline: one_f_one_b needs at least as many micro-batches as stages. Raise microbatches<M> "
+           "to >= P or use gpipe.";
+  if (k == schedule_kind::interleaved && v < 2)
+    return "weft::pipeline: interleaved needs at least 2 model chunks per stage. Use interleaved<V> with V >= 2, "
+           "or one_f_one_b.";
+  if (k == schedule_kind::interleaved && m % p != 0)
+    return "weft::pipeline: interleaved needs a micro-batch count divisible by the number of stages (as "
+           "Megatron-LM does). Choose microbatches<M> with M % P == 0.";
+  return "";
+}
+
+// The checks of make_schedule as named conditions (printed with their numbers).
+template <class Tag, std::size_t P, std::size_t M>
+struct pipeline_checks {
+  static constexpr schedule_kind kind = tag_kind<Tag>::value;
+  static constexpr std::size_t V = Tag::chunks;
+
+  static constexpr bool sizes_positive = diag::at_least<P, 1> && diag::at_least<M, 1>;
+  static_assert(sizes_positive,
+                "weft::pipeline: a pipeline needs at least one stage and one micro-batch. Use P >= 1 and "
+                "microbatches<M> with M >= 1.");
+  static constexpr bool enough_microbatches = kind != schedule_kind::one_f_one_b || diag::at_least<M, P>;
+  static_assert(enough_microbatches,
+                "weft::pipeline: one_f_one_b needs at least as many micro-batches as stages. Raise microbatches<M> "
+                "to >= P or use gpipe.");
+  static constexpr bool enough_chunks = kind != schedule_kind::interleaved || diag::at_least<V, 2>;
+  static_assert(enough_chunks,
+                "weft::pipeline: interleaved needs at least 2 model chunks per stage. Use interleaved<V> with V >= 2, "
+                "or one_f_one_b.");
+  static constexpr bool microbatches_divisible = kind != schedule_kind::interleaved || diag::divisible<M, P>;
+  static_assert(microbatches_divisible,
+                "weft::pipeline: interleaved needs a micro-batch count divisible by the number of stages (as "
+                "Megatron-LM does). Choose microbatches<M> with M % P == 0.");
+
+  static constexpr bool ok = sizes_positive && enough_microbatches && enough_chunks && microbatches_divisible;
+};
+
+}  // namespace detail
+
+/// The instruction lists of schedule `Tag` for `P` stages and `M` micro-batches, proven at
+/// compile time (a fault is a compile error; see verify()).
+template <schedule_tag Tag, std::size_t P, std::size_t M>
+consteval schedule<P, M, Tag::chunks> make_schedule() {
+  schedule<P, M, Tag::chunks> s{};
+  if constexpr (detail::pipeline_checks<Tag, P, M>::ok) {  // else the static_asserts have spoken
+    detail::write_schedule(s, detail::tag_kind<Tag>::value);
+    (void)verify(s);
+  }
+  return s;
+}
+
+/// `make_schedule<Tag, P, M>()` as a variable: the schedule is generated and proven once.
+template <schedule_tag Tag, std::size_t P, std::size_t M>
+inline constexpr schedule<P, M, Tag::chunks> schedule_v = make_schedule<Tag, P, M>();
+
+/// Run-time sizes (tools, sweeps): the same lists in a `schedule<>`. Throws
+/// std::invalid_argument with the compile-time message when (kind, p, m, v) is rejected,
+/// and std::logic_error if the proof fails (it does not for these generators).
+inline schedule<> make_schedule(schedule_kind kind, std::size_t p, std::size_t m, std::size_t v = 1) {
+  if (kind != schedule_kind::interleaved) v = 1;
+  if (const std::string_view why = detail::pipeline_problem(kind, p, m, v); !why.empty())
+    throw std::invalid_argument(std::string(why));
+  schedule<> s(p, m, v);
+  detail::write_schedule(s, kind);
+  if (const auto r = simulate(s); !r.ok()) throw std::logic_error(std::string(message_of(r.fault)));
+  return s;
+}
+
+}  // namespace weft

@@ -1,0 +1,480 @@
+#pragma once
+// ---- the proof of a schedule: a simulation of all stages together ----
+// `simulate(s)` runs every stage's list in order, all stages at once, in unit time:
+//
+// * compute (forward, backward) and the update (reduce_grads, optimizer_step) take the
+//   time given in `schedule_costs` (forward 1, backward 2, the rest 0 by default);
+// * a send is non-blocking and buffered (MPI isend with an unbounded buffer): it posts
+//   its message and the stage goes on; a recv blocks until the matching message has been
+//   posted. Messages are matched by what they carry — (activation or gradient,
+//   micro-batch, virtual stage that consumes it) — not by arrival order.
+//
+// It ends with every list consumed (the proof holds) or with the first fault found:
+// a malformed instruction, a deadlock (no stage can move), a send never received, a
+// (micro-batch, chunk) computed twice or never, a backward before its forward, a
+// compute before its input arrived, a send before its result exists, a misplaced
+// update. When the buffered run holds, a second run with synchronous sends (a send
+// waits for its recv, MPI_Ssend) says whether the lists also work without buffering.
+//
+// The report gives, per stage, the peak number of activation sets held (forwards done
+// minus backwards done; a set is one (micro-batch, chunk)), the start and end of every
+// instruction, the makespan and the bubble fraction  (P * makespan - busy) / busy, where
+// busy is the compute and update time of all stages: idle time over ideal compute time,
+// Megatron-LM's definition, exact as a ratio of integers.
+//
+// `verify(s)` is the compile-time entry point: consteval, it returns the report and
+// turns a fault into a compile error whose text is the fault's message.
+#include "weft/core/constant.hpp"            // dynamic
+#include "weft/core/fixed_string.hpp"        // fixed_string
+#include "weft/parallel/instruction.hpp"     // instruction, instruction_kind
+#include "weft/parallel/schedule_table.hpp"  // schedule, schedule_like, detail::schedule_error
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <string_view>
+#include <vector>
+
+namespace weft {
+
+/// Time of each instruction kind, in integer units.
+struct schedule_costs {
+  std::uint64_t forward = 1;         // one (micro-batch, chunk)
+  std::uint64_t backward = 2;        // one (micro-batch, chunk)
+  std::uint64_t send = 0;            // time a stage spends posting a send
+  std::uint64_t recv = 0;            // time a stage spends in a recv once the data is there
+  std::uint64_t latency = 0;         // from the end of a send until its data can be received
+  std::uint64_t reduce_grads = 0;    // data-parallel reduction
+  std::uint64_t optimizer_step = 0;  // update
+};
+
+/// A non-negative fraction in lowest terms (`make_ratio` reduces).
+struct ratio {
+  std::uint64_t num = 0;
+  std::uint64_t den = 1;
+  friend constexpr bool operator==(const ratio&, const ratio&) = default;
+  constexpr double value() const noexcept { return static_cast<double>(num) / static_cast<double>(den); }
+};
+
+/// `n / d` in lowest terms; 0/1 when `n` is 0.
+constexpr ratio make_ratio(std::uint64_t n, std::uint64_t d) noexcept {
+  const std::uint64_t g = std::gcd(n, d);
+  return g == 0 ? ratio{0, 1} : ratio{n / g, d / g};
+}
+
+/// What the simulation found wrong; `none` when the proof holds.
+enum class schedule_fault : std::uint8_t {
+  none,
+  bad_instruction,          // index out of range, wrong peer, or a message where none is needed
+  deadlock,                 // no stage can move and some lists are not done
+  unreceived_send,          // a message is never received
+  repeated,                 // the same forward/backward/send/recv twice on one stage
+  missing,                  // a (micro-batch, chunk) without forward or backward on its stage
+  backward_before_forward,  // backward(mb, chunk) before forward(mb, chunk)
+  input_missing,            // compute before its activation / gradient was received
+  send_before_compute,      // a send of a result not computed yet
+  update_misplaced,         // reduce_grads/optimizer_step not once each after all backwards
+};
+
+namespace detail {
+// One message per fault, in the house form; verify() prints it as a compile error.
+template <schedule_fault F>
+inline constexpr fixed_string fault_text = "";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::bad_instruction> =
+    "weft::schedule: an instruction is malformed: its micro-batch or chunk is out of range, or a send/recv names "
+    "a peer that is not the neighbouring virtual stage, or carries a message no stage needs. Use mb < M and "
+    "chunk < V; virtual stage chunk*P+s sends activations to stage (s+1)%P and gradients to stage (s-1)%P.";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::deadlock> =
+    "weft::schedule: deadlock: every unfinished stage waits in a recv whose send is never reached. Reorder the "
+    "lists so that the matching send on the peer stage comes before anything that waits for this stage "
+    "(simulate(s).fault_stage and fault_index name a stuck recv).";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::unreceived_send> =
+    "weft::schedule: a send is never received. Add the matching recv_act/recv_grad to the peer stage's list, or "
+    "remove the send.";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::repeated> =
+    "weft::schedule: an instruction repeats: a forward, backward, send or recv of the same (micro-batch, chunk) "
+    "appears twice on one stage. Keep exactly one of each.";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::missing> =
+    "weft::schedule: a (micro-batch, chunk) never runs forward or backward on its stage. Give every stage one "
+    "forward and one backward per micro-batch and chunk.";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::backward_before_forward> =
+    "weft::schedule: a backward runs before its forward on the same stage. Put forward(mb, chunk) before "
+    "backward(mb, chunk).";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::input_missing> =
+    "weft::schedule: a forward or backward runs before its input was received. Put recv_act(mb, chunk, from) "
+    "before forward(mb, chunk) and recv_grad(mb, chunk, from) before backward(mb, chunk), except on the first "
+    "and the last virtual stage.";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::send_before_compute> =
+    "weft::schedule: a send carries a result that is not computed yet. Put send_act after forward(mb, chunk) "
+    "and send_grad after backward(mb, chunk).";
+template <>
+inline constexpr fixed_string fault_text<schedule_fault::update_misplaced> =
+    "weft::schedule: reduce_grads and optimizer_step must run once each per stage, after all of the stage's "
+    "backwards, reduce_grads first. Move them to the end of the list.";
+
+template <class T, std::size_t N>
+struct array_or_vector {
+  using type = std::array<T, N>;
+};
+template <class T>
+struct array_or_vector<T, dynamic> {
+  using type = std::vector<T>;
+};
+// std::array<T, N> for a compile-time N, std::vector<T> for `dynamic`.
+template <class T, std::size_t N>
+using array_or_vector_t = typename array_or_vector<T, N>::type;
+}  // namespace detail
+
+/// The message of a fault ("" for none).
+constexpr std::string_view message_of(schedule_fault f) noexcept {
+  switch (f) {
+    case schedule_fault::none: return "";
+    case schedule_fault::bad_instruction: return detail::fault_text<schedule_fault::bad_instruction>.view();
+    case schedule_fault::deadlock: return detail::fault_text<schedule_fault::deadlock>.view();
+    case schedule_fault::unreceived_send: return detail::fault_text<schedule_fault::unreceived_send>.view();
+    case schedule_fault::repeated: return detail::fault_text<schedule_fault::repeated>.view();
+    case schedule_fault::missing: return detail::fault_text<schedule_fault::missing>.view();
+    case schedule_fault::backward_before_forward:
+      return detail::fault_text<schedule_fault::backward_before_forward>.view();
+    case schedule_fault::input_missing: return detail::fault_text<schedule_fault::input_missing>.view();
+    case schedule_fault::send_before_compute: return detail::fault_text<schedule_fault::send_before_compute>.view();
+    case schedule_fault::update_misplaced: return detail::fault_text<schedule_fault::update_misplaced>.view();
+  }
+  return "";
+}
+
+/// When an instruction ran in the buffered simulation. For a recv, `ready` is when its
+/// message was posted (plus latency); `end - start` includes the wait.
+struct interval {
+  std::uint64_t start = 0;
+  std::uint64_t end = 0;
+  std::uint64_t ready = 0;
+};
+
+/// What simulate() found. Static sizes give a literal type (a constexpr value); `schedule_report<>`
+/// uses vectors.
+template <std::size_t P = dynamic, std::size_t M = dynamic, std::size_t V = dynamic>
+struct schedule_report {
+  static constexpr std::size_t capacity = schedule<P, M, V>::capacity;
+
+  schedule_fault fault = schedule_fault::none;
+  std::size_t fault_stage = 0;  // where the fault was seen: stage ...
+  std::size_t fault_index = 0;  // ... and position in its list (the list length when found at the end)
+
+  detail::array_or_vector_t<std::size_t, P> peak_activations{};  // (stage) most (mb, chunk) sets held at once
+  std::uint64_t makespan = 0;                                    // end of the last instruction of any stage
+  std::uint64_t busy = 0;                                        // compute + update time, all stages
+  ratio bubble_fraction{};                                       // (stages * makespan - busy) / busy
+
+  bool synchronous_deadlock_free = false;  // the lists also complete when a send waits for its recv
+  std::uint64_t synchronous_makespan = 0;  // makespan of that run (0 when it deadlocks)
+
+  // (stage, position) -> when it ran (buffered run; complete only when fault == none).
+  detail::array_or_vector_t<detail::array_or_vector_t<interval, capacity>, P> timeline{};
+
+  /// True when the proof holds.
+  constexpr bool ok() const noexcept { return fault == schedule_fault::none; }
+  /// Total idle time of all stages over the makespan.
+  constexpr std::uint64_t bubble(std::size_t stages) const noexcept { return stages * makespan - busy; }
+};
+
+namespace detail {
+
+// ---- the simulation ----
+
+// Flags per (stage, micro-batch, chunk).
+enum : std::uint8_t {
+  did_forward = 1,
+  did_backward = 2,
+  got_act = 4,
+  got_grad = 8,
+  sent_act = 16,
+  sent_grad = 32,
+};
+
+struct message {
+  std::uint8_t state = 0;  // 0 not sent, 1 posted, 2 received
+  std::uint64_t ready = 0;
+  std::size_t from_stage = 0, from_index = 0;  // the send, for the unreceived_send report
+};
+
+// Sizes and the wiring of virtual stages onto stages.
+struct pipeline_shape {
+  std::size_t p, m, v;
+  constexpr std::size_t virtual_stages() const { return p * v; }
+  constexpr std::size_t virtual_stage(std::size_t stage, std::size_t chunk) const { return chunk * p + stage; }
+  // Only with several stages do neighbouring virtual stages live on different stages; with
+  // one stage (interleaved on P = 1) chunks hand over locally and no message exists.
+  constexpr bool remote() const { return p > 1; }
+  constexpr std::size_t next(std::size_t stage) const { return (stage + 1) % p; }
+  constexpr std::size_t prev(std::size_t stage) const { return (stage + p - 1) % p; }
+  constexpr std::size_t work(std::size_t stage, std::size_t mb, std::size_t chunk) const {
+    return (stage * m + mb) * v + chunk;
+  }
+  // A message is named by what it carries: (activation or gradient, micro-batch,
+  // virtual stage that consumes it). Only meaningful for well-formed instructions.
+  constexpr std::size_t key(const instruction& i, std::size_t stage) const {
+    const std::size_t vs = virtual_stage(stage, i.chunk);
+    switch (i.kind) {
+      case instruction_kind::send_act: return (0 * m + i.mb) * virtual_stages() + vs + 1;
+      case instruction_kind::recv_act: return (0 * m + i.mb) * virtual_stages() + vs;
+      case instruction_kind::send_grad: return (1 * m + i.mb) * virtual_stages() + vs - 1;
+      default: return (1 * m + i.mb) * virtual_stages() + vs;  // recv_grad
+    }
+  }
+  // Field ranges, and for a send/recv: that a message is needed and goes to the neighbour.
+  constexpr bool well_formed(const instruction& i, std::size_t stage) const {
+    if (!i.is_compute() && !i.is_comm()) return true;  // reduce_grads, optimizer_step
+    if (i.mb >= m || i.chunk >= v) return false;
+    if (i.is_compute()) return true;
+    const std::size_t vs = virtual_stage(stage, i.chunk);
+    const bool has_next = vs + 1 < virtual_stages(), has_prev = vs > 0;
+    switch (i.kind) {
+      case instruction_kind::send_act:
+      case instruction_kind::recv_grad: return remote() && has_next && i.peer == next(stage);
+      default: return remote() && has_prev && i.peer == prev(stage);  // recv_act, send_grad
+    }
+  }
+};
+
+enum class step_result : std::uint8_t { advanced, blocked, fault };
+
+template <class Report>
+constexpr void set_fault(Report& r, schedule_fault f, std::size_t stage, std::size_t index) {
+  r.fault = f;
+  r.fault_stage = stage;
+  r.fault_index = index;
+}
+
+template <class S, class Report>
+struct buffered_run {
+  const S& s;
+  const schedule_costs& c;
+  Report& r;
+  pipeline_shape sh;
+  std::vector<std::size_t> pc, live, backwards, updates;  // (stage); updates: 1 reduced, 2 stepped
+  std::vector<std::uint64_t> clock;                      // (stage)
+  std::vector<std::uint8_t> flags;                       // (stage, mb, chunk)
+  std::vector<message> messages;                         // (grad?, mb, consumer virtual stage)
+
+  constexpr buffered_run(const S& s_, const schedule_costs& c_, Report& r_)
+      : s(s_), c(c_), r(r_), sh{s_.stages(), s_.microbatches(), s_.chunks()}, pc(sh.p), live(sh.p),
+        backwards(sh.p), updates(sh.p), clock(sh.p), flags(sh.p * sh.m * sh.v), messages(2 * sh.m * sh.p * sh.v) {}
+
+  constexpr step_result fail(schedule_fault f, std::size_t st) {
+    set_fault(r, f, st, pc[st]);
+    return step_result::fault;
+  }
+
+  // Runs stage `st`'s next instruction if it can.
+  constexpr step_result step(std::size_t st) {
+    const instruction i = s.list(st)[pc[st]];
+    if (!sh.well_formed(i, st)) return fail(schedule_fault::bad_instruction, st);
+    interval& slot = r.timeline[st][pc[st]];
+    std::uint64_t& t = clock[st];
+    slot.start = t;
+    const std::size_t vs = sh.virtual_stage(st, i.chunk);
+    std::uint8_t* f = i.is_compute() || i.is_comm() ? &flags[sh.work(st, i.mb, i.chunk)] : nullptr;
+    switch (i.kind) {
+      case instruction_kind::forward: {
+        if (*f & did_forward) return fail(schedule_fault::repeated, st);
+        // The input: data on virtual stage 0, else the received activation (or, on one
+        // stage, the previous chunk's local forward).
+        const bool input = vs == 0 || (sh.remote() ? (*f & got_act) != 0
+                                                   : (flags[sh.work(st, i.mb, i.chunk - 1)] & did_forward) != 0);
+        if (!input) return fail(schedule_fault::input_missing, st);
+        *f |= did_forward;
+        t += c.forward;
+        r.busy += c.forward;
+        r.peak_activations[st] = std::max(r.peak_activations[st], ++live[st]);
+        break;
+      }
+      case instruction_kind::backward: {
+        if (*f & did_backward) return fail(schedule_fault::repeated, st);
+        if (!(*f & did_forward)) return fail(schedule_fault::backward_before_forward, st);
+        const bool input = vs + 1 == sh.virtual_stages() ||
+                           (sh.remote() ? (*f & got_grad) != 0
+                                        : (flags[sh.work(st, i.mb, i.chunk + 1)] & did_backward) != 0);
+        if (!input) return fail(schedule_fault::input_missing, st);
+        *f |= did_backward;
+        t += c.backward;
+        r.busy += c.backward;
+        --live[st];
+        ++backwards[st];
+        break;
+      }
+      case instruction_kind::send_act:
+      case instruction_kind::send_grad: {
+        const bool act = i.kind == instruction_kind::send_act;
+        if (!(*f & (act ? did_forward : did_backward))) return fail(schedule_fault::send_before_compute, st);
+        if (*f & (act ? sent_act : sent_grad)) return fail(schedule_fault::repeated, st);
+        *f |= act ? sent_act : sent_grad;
+        t += c.send;
+        messages[sh.key(i, st)] = message{1, t + c.latency, st, pc[st]};
+        break;
+      }
+      case instruction_kind::recv_act:
+      case instruction_kind::recv_grad: {
+        const std::uint8_t got = i.kind == instruction_kind::recv_act ? got_act : got_grad;
+        if (*f & got) return fail(schedule_fault::repeated, st);
+        message& msg = messages[sh.key(i, st)];
+        if (msg.state != 1) return step_result::blocked;  // not posted yet: wait
+        msg.state = 2;
+        *f |= got;
+        slot.ready = msg.ready;
+        t = std::max(t, msg.ready) + c.recv;
+        break;
+      }
+      case instruction_kind::reduce_grads:
+        if (updates[st] != 0 || backwards[st] != sh.m * sh.v) return fail(schedule_fault::update_misplaced, st);
+        updates[st] = 1;
+        t += c.reduce_grads;
+        r.busy += c.reduce_grads;
+        break;
+      case instruction_kind::optimizer_step:
+        if (updates[st] != 1) return fail(schedule_fault::update_misplaced, st);
+        updates[st] = 2;
+        t += c.optimizer_step;
+        r.busy += c.optimizer_step;
+        break;
+    }
+    slot.end = t;
+    ++pc[st];
+    return step_result::advanced;
+  }
+
+  constexpr void run() {
+    // Sweep the stages, each as far as it goes, until all are done or none can move.
+    for (;;) {
+      bool moved = false, done = true;
+      for (std::size_t st = 0; st < sh.p; ++st) {
+        const std::size_t n = s.list(st).size();
+        while (pc[st] < n) {
+          const step_result res = step(st);
+          if (res == step_result::fault) return;
+          if (res == step_result::blocked) break;
+          moved = true;
+        }
+        done = done && pc[st] == n;
+      }
+      if (done) break;
+      if (!moved) {
+        for (std::size_t st = 0; st < sh.p; ++st)
+          if (pc[st] < s.list(st).size()) return set_fault(r, schedule_fault::deadlock, st, pc[st]);
+      }
+    }
+    // ---- all lists consumed: what never happened ----
+    for (const message& msg : messages)
+      if (msg.state == 1) return set_fault(r, schedule_fault::unreceived_send, msg.from_stage, msg.from_index);
+    for (std::size_t st = 0; st < sh.p; ++st) {
+      const std::size_t end = s.list(st).size();
+      for (std::size_t mb = 0; mb < sh.m; ++mb)
+        for (std::size_t ch = 0; ch < sh.v; ++ch)
+          if ((flags[sh.work(st, mb, ch)] & (did_forward | did_backward)) != (did_forward | did_backward))
+            return set_fault(r, schedule_fault::missing, st, end);
+      if (updates[st] != 2) return set_fault(r, schedule_fault::update_misplaced, st, end);
+    }
+    for (std::size_t st = 0; st < sh.p; ++st) r.makespan = std::max(r.makespan, clock[st]);
+  }
+};
+
+// Synchronous sends: a send and its recv happen together, when both stages have reached
+// them. Only run on lists the buffered run accepted, so no checks here.
+template <class S>
+constexpr std::uint64_t synchronous_makespan(const S& s, const schedule_costs& c, bool& deadlock_free) {
+  const pipeline_shape sh{s.stages(), s.microbatches(), s.chunks()};
+  std::vector<std::size_t> pc(sh.p);
+  std::vector<std::uint64_t> clock(sh.p);
+  // Is the peer's next instruction the other half of `i` (at stage `st`)?
+  auto partner_ready = [&](const instruction& i, std::size_t st) {
+    const std::size_t q = i.peer;
+    if (pc[q] >= s.list(q).size()) return false;
+    const instruction& j = s.list(q)[pc[q]];
+    // The key names the data and its consumer, so equal keys on a send and a recv pair them.
+    return j.is_comm() && j.is_send() != i.is_send() && sh.key(j, q) == sh.key(i, st);
+  };
+  for (;;) {
+    bool moved = false, done = true;
+    for (std::size_t st = 0; st < sh.p; ++st) {
+      while (pc[st] < s.list(st).size()) {
+        const instruction& i = s.list(st)[pc[st]];
+        if (i.is_comm()) {
+          if (!partner_ready(i, st)) break;
+          const std::size_t q = i.peer;
+          const std::size_t sender = i.is_send() ? st : q, receiver = i.is_send() ? q : st;
+          const std::uint64_t meet = std::max(clock[st], clock[q]);
+          clock[sender] = meet + c.send;
+          clock[receiver] = meet + c.send + c.latency + c.recv;
+          ++pc[q];
+        } else {
+          clock[st] += i.kind == instruction_kind::forward        ? c.forward
+                       : i.kind == instruction_kind::backward     ? c.backward
+                       : i.kind == instruction_kind::reduce_grads ? c.reduce_grads
+                                                                  : c.optimizer_step;
+        }
+        ++pc[st];
+        moved = true;
+      }
+      done = done && pc[st] == s.list(st).size();
+    }
+    if (done) break;
+    if (!moved) {
+      deadlock_free = false;
+      return 0;
+    }
+  }
+  deadlock_free = true;
+  return *std::max_element(clock.begin(), clock.end());
+}
+
+}  // namespace detail
+
+/// Runs all stages of `s` together and reports the proof's outcome, the peak activations,
+/// the timeline and the bubble. Usable at compile time and at run time.
+template <std::size_t P, std::size_t M, std::size_t V>
+constexpr schedule_report<P, M, V> simulate(const schedule<P, M, V>& s, const schedule_costs& costs = {}) {
+  schedule_report<P, M, V> r{};
+  if constexpr (P == dynamic) {  // size the vectors
+    r.peak_activations.resize(s.stages());
+    r.timeline.resize(s.stages());
+    for (std::size_t st = 0; st < s.stages(); ++st) r.timeline[st].resize(s.list(st).size());
+  }
+  detail::buffered_run<schedule<P, M, V>, schedule_report<P, M, V>>{s, costs, r}.run();
+  if (!r.ok()) return r;
+  const std::uint64_t total = s.stages() * r.makespan;
+  r.bubble_fraction = make_ratio(total - r.busy, r.busy == 0 ? 1 : r.busy);
+  r.synchronous_makespan = detail::synchronous_makespan(s, costs, r.synchronous_deadlock_free);
+  return r;
+}
+
+/// The compile-time proof: the report of `s`, or a compile error with the fault's message.
+template <std::size_t P, std::size_t M, std::size_t V>
+consteval schedule_report<P, M, V> verify(const schedule<P, M, V>& s, const schedule_costs& costs = {}) {
+  const auto r = simulate(s, costs);
+  using enum schedule_fault;
+  switch (r.fault) {
+    case none: break;
+    case bad_instruction: detail::schedule_error<detail::fault_text<bad_instruction>>(); break;
+    case deadlock: detail::schedule_error<detail::fault_text<deadlock>>(); break;
+    case unreceived_send: detail::schedule_error<detail::fault_text<unreceived_send>>(); break;
+    case repeated: detail::schedule_error<detail::fault_text<repeated>>(); break;
+    case missing: detail::schedule_error<detail::fault_text<missing>>(); break;
+    case backward_before_forward: detail::schedule_error<detail::fault_text<backward_before_forward>>(); break;
+    case input_missing: detail::schedule_error<detail::fault_text<input_missing>>(); break;
+    case send_before_compute: detail::schedule_error<detail::fault_text<send_before_compute>>(); break;
+    case update_misplaced: detail::schedule_error<detail::fault_text<update_misplaced>>(); break;
+  }
+  return r;
+}
+
+}  // namespace weft

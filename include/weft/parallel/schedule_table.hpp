@@ -1,0 +1,109 @@
+#pragma once
+// ---- the instruction lists of all pipeline stages ----
+// `schedule<P, M, V>` holds one instruction list per stage for P stages, M micro-batches
+// and V model chunks per stage. With all three known at compile time it is a literal
+// type of fixed capacity: a `constexpr` variable, a `static_assert` operand, the input
+// of the compile-time proof (schedule_check.hpp). `schedule<>` (all dynamic) holds the
+// same lists in vectors, for sizes read at run time (the SVG tool, wide test sweeps).
+#include "weft/core/constant.hpp"          // dynamic
+#include "weft/core/fixed_string.hpp"      // fixed_string
+#include "weft/parallel/instruction.hpp"  // instruction
+
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+namespace weft {
+
+namespace detail {
+
+// A schedule error found during constant evaluation. Not constexpr on purpose: reaching a
+// call stops the compilation, and g++ prints `Message` (the template argument) in the
+// error, e.g. "call to non-'constexpr' function ... [with ... Message = "weft::schedule:
+// deadlock ..."]". At run time (the dynamic schedule) it aborts.
+template <fixed_string Message>
+[[noreturn]] inline void schedule_error() {
+  std::abort();
+}
+
+// Longest valid list: per (micro-batch, chunk) one forward, one backward and at most two
+// receives and two sends; then reduce_grads and optimizer_step.
+constexpr std::size_t list_capacity(std::size_t m, std::size_t v) noexcept { return 6 * m * v + 2; }
+
+// `fits`: the stage index is in range and its list has room.
+constexpr void check_push(bool fits) {
+  if (!fits)
+    schedule_error<
+      "weft::schedule: push() past the end: the stage index is >= P or the stage's list is full. A valid list "
+      "holds at most 6*M*V + 2 instructions; check the stage index and remove repeated instructions.">();
+}
+
+}  // namespace detail
+
+/// Per-stage instruction lists of a pipeline with `P` stages, `M` micro-batches and `V`
+/// model chunks per stage (V = 1 without interleaving).
+template <std::size_t P = dynamic, std::size_t M = dynamic, std::size_t V = dynamic>
+struct schedule {
+  static_assert(P != dynamic && M != dynamic && V != dynamic,
+                "weft::schedule: give all of P, M and V, or none. Use schedule<P, M, V> for compile-time "
+                "sizes or schedule<> for run-time sizes.");
+  static constexpr std::size_t static_stages = P;
+  /// Most instructions one stage's list can hold.
+  static constexpr std::size_t capacity = detail::list_capacity(M, V);
+
+  std::array<std::array<instruction, capacity>, P> ops{};  // (stage, position)
+  std::array<std::size_t, P> lengths{};                    // (stage)
+
+  constexpr std::size_t stages() const noexcept { return P; }
+  constexpr std::size_t microbatches() const noexcept { return M; }
+  constexpr std::size_t chunks() const noexcept { return V; }
+
+  /// The list of `stage`, in execution order.
+  constexpr std::span<const instruction> list(std::size_t stage) const noexcept {
+    return {ops[stage].data(), lengths[stage]};
+  }
+
+  /// Appends `i` to the list of `stage`.
+  constexpr void push(std::size_t stage, instruction i) {
+    detail::check_push(stage < P && lengths[stage] < capacity);
+    ops[stage][lengths[stage]++] = i;
+  }
+};
+
+/// Run-time sized lists; same interface as the compile-time one.
+template <>
+struct schedule<dynamic, dynamic, dynamic> {
+  static constexpr std::size_t static_stages = dynamic;
+  static constexpr std::size_t capacity = dynamic;
+
+  std::size_t p = 1, m = 1, v = 1;
+  std::vector<std::vector<instruction>> ops;  // (stage, position)
+
+  constexpr schedule(std::size_t stages, std::size_t microbatches, std::size_t chunks)
+      : p(stages), m(microbatches), v(chunks), ops(stages) {}
+
+  constexpr std::size_t stages() const noexcept { return p; }
+  constexpr std::size_t microbatches() const noexcept { return m; }
+  constexpr std::size_t chunks() const noexcept { return v; }
+  constexpr std::span<const instruction> list(std::size_t stage) const noexcept { return ops[stage]; }
+  constexpr void push(std::size_t stage, instruction i) {
+    detail::check_push(stage < p && ops[stage].size() < detail::list_capacity(m, v));
+    ops[stage].push_back(i);
+  }
+};
+
+namespace detail {
+template <class T>
+struct is_schedule : std::false_type {};
+template <std::size_t P, std::size_t M, std::size_t V>
+struct is_schedule<schedule<P, M, V>> : std::true_type {};
+}  // namespace detail
+
+/// Satisfied by `schedule<P, M, V>` and `schedule<>`.
+template <class T>
+concept schedule_like = detail::is_schedule<std::remove_cvref_t<T>>::value;
+
+}  // namespace weft

@@ -1,0 +1,37 @@
+#pragma once
+// A minimal CHECK for tests under mpirun: each failure prints one line naming the rank,
+// and `finish` agrees on the total so that every rank exits with the same status.
+// (Catch2 under mpirun would print N interleaved reports.)
+#include "weft/comm/mpi.hpp"  // mpi_communicator, mpi::world
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+
+namespace weft::test {
+
+inline int failures = 0;
+inline int checks = 0;
+inline int world_rank = -1;
+
+inline void check(bool ok, const char* expr, const char* file, int line) {
+  ++checks;
+  if (ok) return;
+  ++failures;
+  if (failures <= 20)  // a broken collective fails thousands of checks; show the first few
+    std::fprintf(stderr, "rank %d: %s:%d: CHECK failed: %s\n", world_rank, file, line, expr);
+}
+
+/// Collective: returns the exit status of the test program (0 iff no rank failed).
+inline int finish(mpi_communicator& world, const char* name) {
+  std::int64_t totals[2] = {failures, checks};
+  world.all_reduce(std::span{totals}, reduce_op::sum);
+  if (world.rank() == 0)
+    std::printf("%s (np=%d): %lld of %lld checks failed\n", name, world.size(),
+                static_cast<long long>(totals[0]), static_cast<long long>(totals[1]));
+  return totals[0] == 0 ? 0 : 1;
+}
+
+}  // namespace weft::test
+
+#define WEFT_CHECK(...) ::weft::test::check(static_cast<bool>(__VA_ARGS__), #__VA_ARGS__, __FILE__, __LINE__)
