@@ -78,8 +78,8 @@ WEFT_METADATA = {
 
 def weft_expected():
     """name -> (dtype, numpy array of the expected values; bf16 as uint16 bits)."""
-    f16_src = np.array([1.0, -0.5, 65504.0, 2.0**-24, np.float32(1) / np.float32(3), 1e5, 3 * 2.0**-25, -0.0],
-                       dtype=np.float32)
+    f16_src = np.array([1.0, -0.5, 65504.0, 2.0**-24, np.float32(1) / np.float32(3), 1e5, 3 * 2.0**-25, -0.0,
+                        1 + 3 * 2.0**-12, 1 + 3 * 2.0**-11], dtype=np.float32)
     with np.errstate(over="ignore"):  # 1e5 -> inf is intended
         f16_rounded = f16_src.astype(np.float16)  # numpy's own float32 -> float16 rounding
     fc_src = np.arange(8)[:, None] * 10 + np.arange(3)[None, :]  # (out=8, in=3)

@@ -8,7 +8,7 @@
 //
 // The expected values are simple formulas that the Python script spells out independently.
 // Exit status 0 on success, 1 on a mismatch (one line per problem on stderr), 2 on usage errors.
-#include <weft/train/safetensors.hpp>
+#include "weft/train/safetensors.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -21,7 +21,7 @@
 
 namespace {
 
-namespace d = weft::train::detail;
+namespace d = weft::train::detail;  // shape_string, st_quote for messages
 
 // ---- write mode ----
 
@@ -37,7 +37,8 @@ void write_sample(const std::string& path) {
   for (std::size_t r = 0; r < 8; ++r)
     for (std::size_t c = 0; c < 3; ++c) fc_src[r * 3 + c] = static_cast<float>(10 * r + c);
   const std::vector<float> f16_src{1.0f, -0.5f, 65504.0f, std::ldexp(1.0f, -24),
-                                   1.0f / 3.0f, 1e5f, 3 * std::ldexp(1.0f, -25), -0.0f};
+                                   1.0f / 3.0f, 1e5f, 3 * std::ldexp(1.0f, -25), -0.0f,
+                                   1.0f + 3 * std::ldexp(1.0f, -12), 1.0f + 3 * std::ldexp(1.0f, -11)};
   const std::vector<std::int64_t> tokens{std::numeric_limits<std::int64_t>::min(), -1, 0, 1, 50256,
                                          std::int64_t{1} << 40, std::numeric_limits<std::int64_t>::max()};
   const std::vector<std::int32_t> positions{-5, 0, 7, std::numeric_limits<std::int32_t>::max()};
@@ -52,15 +53,15 @@ void write_sample(const std::string& path) {
   w.add("h.0.attn.bias", {2, 3}, attn_bias);
   // (4, 12): i / 3 rounded to bf16
   w.add("h.0.attn.c_attn.weight", "BF16", {4, 12}, [](weft::safetensors_sink& out) {
-    for (int i = 0; i < 48; ++i) out.write(d::float_to_bf16_bits(static_cast<float>(i) / 3.0f));
+    for (int i = 0; i < 48; ++i) out.write(weft::bf16{static_cast<float>(i) / 3.0f});
   });
   // (12,): ((i % 17) - 8) / 4, exact in bf16
   w.add("h.0.ln_1.bias", "BF16", {12}, [](weft::safetensors_sink& out) {
-    for (int i = 0; i < 12; ++i) out.write(d::float_to_bf16_bits(static_cast<float>((i % 17) - 8) * 0.25f));
+    for (int i = 0; i < 12; ++i) out.write(weft::bf16{static_cast<float>((i % 17) - 8) * 0.25f});
   });
-  w.add("h.0.ln_1.weight", "F16", {8}, [&](weft::safetensors_sink& out) {
-    for (float x : f16_src) out.write(d::float_to_f16_bits(x));
-  });
+  std::vector<weft::f16> ln_1_weight;  // stored as F16
+  for (float x : f16_src) ln_1_weight.push_back(weft::f16{x});
+  w.add("h.0.ln_1.weight", {10}, ln_1_weight);
   w.add("h.0.mlp.c_fc.weight", "F32", {3, 8}, [&](weft::safetensors_sink& out) {
     for (std::size_t c = 0; c < 3; ++c)
       for (std::size_t r = 0; r < 8; ++r) out.write(fc_src[r * 3 + c]);
@@ -84,6 +85,17 @@ void problem(const std::string& what) {
 }
 
 template <class T>
+std::string text(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.17g", static_cast<double>(v));
+    return buf;
+  } else {
+    return std::to_string(v);
+  }
+}
+
+template <class T>
 void expect_values(const weft::safetensors_file& f, const std::string& name, const std::vector<T>& want) {
   const std::vector<T> got = f.read_as<T>(name);
   if (got.size() != want.size()) return problem(name + ": element count");
@@ -94,8 +106,7 @@ void expect_values(const weft::safetensors_file& f, const std::string& name, con
                                                           std::signbit(static_cast<double>(want[i])))
                           : got[i] == want[i];
     if (!same)
-      return problem(name + "[" + std::to_string(i) + "] = " + std::to_string(got[i]) + ", expected " +
-                     std::to_string(want[i]));
+      return problem(name + "[" + std::to_string(i) + "] = " + text(got[i]) + ", expected " + text(want[i]));
   }
 }
 

@@ -1,9 +1,11 @@
 // Tests of weft/train/safetensors.hpp: writer/reader round trip, byte-exact agreement with
-// the reference implementation's own test vectors, 16-bit float conversions against known
-// bit patterns, and one clear checkpoint_error per kind of corrupt file.
-#include <weft/train/safetensors.hpp>
+// the reference implementation's own test vectors, decoding of known F16/BF16 bit patterns,
+// and one clear checkpoint_error per kind of corrupt file.
+#include "weft/train/safetensors.hpp"
 
 #include <catch2/catch.hpp>
+
+#include "temp_dir.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -15,39 +17,19 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 namespace fs = std::filesystem;
 using weft::checkpoint_error;
 using weft::safetensors_file;
 using weft::safetensors_sink;
 using weft::safetensors_writer;
-namespace d = weft::train::detail;
+using weft_test::temp_dir;
+using weft_test::write_bytes;
 
 namespace {
-
-// A fresh directory per test case, removed afterwards.
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("weft_test_safetensors_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() { fs::remove_all(path); }
-  fs::path operator/(const std::string& name) const { return path / name; }
-};
 
 std::string read_bytes(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string le64(std::uint64_t n) {
@@ -89,48 +71,53 @@ std::string error_of(F&& f) {
 
 }  // namespace
 
-// ---- 16-bit floats: bit patterns from the IEEE 754 / bfloat16 definitions ----
+// ---- 16-bit floats: decoding of known bit patterns (file bytes built by hand) ----
 
-TEST_CASE("f16 conversions match known bit patterns", "[train][safetensors]") {
-  CHECK(d::float_to_f16_bits(1.0f) == 0x3c00);
-  CHECK(d::float_to_f16_bits(-2.0f) == 0xc000);
-  CHECK(d::float_to_f16_bits(0.0f) == 0x0000);
-  CHECK(d::float_to_f16_bits(-0.0f) == 0x8000);
-  CHECK(d::float_to_f16_bits(65504.0f) == 0x7bff);          // largest finite
-  CHECK(d::float_to_f16_bits(65519.0f) == 0x7bff);          // below the halfway point
-  CHECK(d::float_to_f16_bits(65520.0f) == 0x7c00);          // halfway rounds to even: inf
-  CHECK(d::float_to_f16_bits(std::ldexp(1.0f, -14)) == 0x0400);  // smallest normal
-  CHECK(d::float_to_f16_bits(std::ldexp(1.0f, -24)) == 0x0001);  // smallest subnormal
-  CHECK(d::float_to_f16_bits(std::ldexp(1.0f, -25)) == 0x0000);  // halfway to 0: even is 0
-  CHECK(d::float_to_f16_bits(std::ldexp(1.5f, -25)) == 0x0001);  // above halfway
-  CHECK(d::float_to_f16_bits(std::ldexp(3.0f, -25)) == 0x0002);  // 1.5 ulp: tie to even (2)
-  CHECK(d::float_to_f16_bits(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie: down to even
-  CHECK(d::float_to_f16_bits(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);  // tie: up to even
-  CHECK(d::float_to_f16_bits(std::numeric_limits<float>::infinity()) == 0x7c00);
-  CHECK((d::float_to_f16_bits(std::numeric_limits<float>::quiet_NaN()) & 0x7c00) == 0x7c00);
-  CHECK((d::float_to_f16_bits(std::numeric_limits<float>::quiet_NaN()) & 0x03ff) != 0);
+TEST_CASE("F16 and BF16 tensors decode to the values of their bit patterns", "[train][safetensors]") {
+  temp_dir dir;
+  const fs::path p = dir / "half.safetensors";
+  // F16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), 1023 * 2^-24 (largest subnormal),
+  //      0x3555 = 0.333251953125, -0, -inf
+  const std::vector<std::uint16_t> h{0x3c00, 0xc000, 0x7bff, 0x0001, 0x03ff, 0x3555, 0x8000, 0xfc00};
+  // BF16: 1, -2, 0x3eab = 0.333984375, 2^-133 (subnormal), max = 0x7f7f, NaN
+  const std::vector<std::uint16_t> b{0x3f80, 0xc000, 0x3eab, 0x0001, 0x7f7f, 0x7fc0};
+  const std::string header = R"({"h":{"dtype":"F16","shape":[8],"data_offsets":[0,16]},)"
+                             R"("b":{"dtype":"BF16","shape":[6],"data_offsets":[16,28]}})";
+  write_bytes(p, le64(header.size()) + header + std::string(reinterpret_cast<const char*>(h.data()), 16) +
+                     std::string(reinterpret_cast<const char*>(b.data()), 12));
+  const auto f = safetensors_file::open(p);
 
-  CHECK(d::f16_bits_to_float(0x3c00) == 1.0f);
-  CHECK(d::f16_bits_to_float(0x7bff) == 65504.0f);
-  CHECK(d::f16_bits_to_float(0x0001) == std::ldexp(1.0f, -24));
-  CHECK(d::f16_bits_to_float(0x03ff) == std::ldexp(1023.0f, -24));
-  CHECK(d::f16_bits_to_float(0x3555) == 0x1.554p-2f);  // nearest f16 to 1/3
-  CHECK(std::signbit(d::f16_bits_to_float(0x8000)));
-  CHECK(std::isinf(d::f16_bits_to_float(0xfc00)));
-  CHECK(std::isnan(d::f16_bits_to_float(0x7e00)));
-}
+  const std::vector<float> hf = f.read_as<float>("h");
+  CHECK(hf[0] == 1.0f);
+  CHECK(hf[1] == -2.0f);
+  CHECK(hf[2] == 65504.0f);
+  CHECK(hf[3] == std::ldexp(1.0f, -24));
+  CHECK(hf[4] == std::ldexp(1023.0f, -24));
+  CHECK(hf[5] == 0.333251953125f);
+  CHECK((hf[6] == 0.0f && std::signbit(hf[6])));
+  CHECK((std::isinf(hf[7]) && hf[7] < 0));
+  CHECK(f.read_as<double>("h")[5] == 0.333251953125);
 
-TEST_CASE("bf16 conversions match known bit patterns", "[train][safetensors]") {
-  CHECK(d::float_to_bf16_bits(1.0f) == 0x3f80);
-  CHECK(d::float_to_bf16_bits(-2.0f) == 0xc000);
-  CHECK(d::float_to_bf16_bits(1.0f + std::ldexp(1.0f, -8)) == 0x3f80);      // tie: down to even
-  CHECK(d::float_to_bf16_bits(1.0f + 3 * std::ldexp(1.0f, -8)) == 0x3f82);  // tie: up to even
-  CHECK(d::float_to_bf16_bits(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)) == 0x3f81);
-  CHECK(d::float_to_bf16_bits(std::numeric_limits<float>::max()) == 0x7f80);  // rounds to inf
-  CHECK(d::float_to_bf16_bits(std::numeric_limits<float>::infinity()) == 0x7f80);
-  CHECK(std::isnan(d::bf16_bits_to_float(d::float_to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
-  CHECK(d::bf16_bits_to_float(0x3eab) == 0x1.56p-2f);  // nearest bf16 to 1/3
-  CHECK(d::bf16_bits_to_float(0x0001) == std::ldexp(1.0f, -133));  // bf16 subnormal
+  const std::vector<float> bf = f.read_as<float>("b");
+  CHECK(bf[0] == 1.0f);
+  CHECK(bf[1] == -2.0f);
+  CHECK(bf[2] == 0.333984375f);
+  CHECK(bf[3] == std::ldexp(1.0f, -133));
+  CHECK(bf[4] == 0x1.fep127f);
+  CHECK(std::isnan(bf[5]));
+
+  // Into weft's own 16-bit types: same dtype is a bit copy; others round to nearest even.
+  const std::vector<weft::f16> hh = f.read_as<weft::f16>("h");
+  for (std::size_t i = 0; i < h.size(); ++i) CHECK(hh[i].bits == h[i]);
+  const std::vector<weft::bf16> hb = f.read_as<weft::bf16>("h");
+  CHECK(hb[0].bits == 0x3f80);
+  CHECK(hb[2].bits == 0x4780);  // 65504 rounds up to 65536 in bf16
+  CHECK(hb[5].bits == 0x3eab);  // 0.333251953125 -> 0.333984375
+  const std::vector<weft::f16> bh = f.read_as<weft::f16>("b");
+  CHECK(bh[0].bits == 0x3c00);
+  CHECK(bh[2].bits == 0x3558);  // 0.333984375 is exact in f16
+  CHECK(bh[3].bits == 0x0000);  // 2^-133 underflows to +0
+  CHECK(bh[4].bits == 0x7c00);  // bf16 max overflows to inf
 }
 
 // ---- byte layout: test vectors of the reference implementation (tensor.rs tests) ----
@@ -183,6 +170,8 @@ TEST_CASE("round trip of tensors of several dtypes, with metadata", "[train][saf
   const std::vector<float> w23{1, 2, 3, 4, 5, 6};
   const std::vector<float> bf_src{1.0f, -0.5f, 3.140625f, 1.0f + std::ldexp(1.0f, -7)};  // exact in bf16
   const std::vector<float> f16_src{1.0f, -0.5f, 65504.0f, std::ldexp(1.0f, -24)};         // exact in f16
+  std::vector<weft::f16> f16_values;
+  for (float x : f16_src) f16_values.push_back(weft::f16{x});
   const float scalar = 42.5f;
 
   safetensors_writer w;
@@ -200,13 +189,11 @@ TEST_CASE("round trip of tensors of several dtypes, with metadata", "[train][saf
              for (int c = 0; c < 3; ++c)
                for (int r = 0; r < 2; ++r) out.write(w23[static_cast<std::size_t>(r * 3 + c)]);
            })
-      .add("bf16", "BF16", {4},
+      .add("bf16", "BF16", {4},  // converted while writing
            [&](safetensors_sink& out) {
-             for (float x : bf_src) out.write(d::float_to_bf16_bits(x));
+             for (float x : bf_src) out.write(weft::bf16{x});
            })
-      .add("f16", "F16", {2, 2}, [&](safetensors_sink& out) {
-        for (float x : f16_src) out.write(d::float_to_f16_bits(x));
-      });
+      .add("f16", {2, 2}, f16_values);  // weft::f16 elements are stored as F16
   CHECK(w.size() == 10);
   w.write(path);
   CHECK(!fs::exists(dir / "model.safetensors.tmp"));
@@ -251,6 +238,10 @@ TEST_CASE("round trip of tensors of several dtypes, with metadata", "[train][saf
   CHECK(f.read_as<double>("bf16") == std::vector<double>(bf_src.begin(), bf_src.end()));
   CHECK(f.info("f16").dtype == "F16");
   CHECK(f.read_as<float>("f16") == f16_src);
+  const std::vector<weft::bf16> bf_back = f.read_as<weft::bf16>("bf16");
+  CHECK(bf_back[0].bits == 0x3f80);
+  CHECK(bf_back[3].bits == 0x3f81);
+  CHECK(f.read_as<weft::f16>("f16")[2].bits == 0x7bff);
   const std::vector<float> f64_as_float = f.read_as<float>("f64");  // rounded to nearest float
   CHECK(f64_as_float[0] == 1.0f / 3.0f);
   CHECK(f64_as_float[1] == -2.5f);
@@ -470,4 +461,39 @@ TEST_CASE("corrupt files give clear errors", "[train][safetensors]") {
     CHECK_THAT(error_of([&] { (void)f.read_as<std::uint8_t>("t"); }),
                Catch::Contains("tensor 't': element 1 = 300 does not fit in uint8"));
   }
+}
+
+// ---- the snippet in docs/checkpoints.md ----
+
+TEST_CASE("docs/checkpoints.md: write and read a safetensors file", "[train][safetensors][docs]") {
+  temp_dir dir;
+  const fs::path path = dir / "model.safetensors";
+  std::vector<float> wte(8 * 4);  // (vocab=8, width=4)
+  for (std::size_t i = 0; i < wte.size(); ++i) wte[i] = static_cast<float>(i);
+  std::vector<float> fc(6 * 4);  // weft layout (out=6, in=4)
+  for (std::size_t i = 0; i < fc.size(); ++i) fc[i] = static_cast<float>(i) / 8;
+
+  // example-begin safetensors-basics
+  weft::safetensors_writer w;
+  w.set_metadata("format", "pt");
+  w.add("wte.weight", {8, 4}, wte);  // std::vector<float> -> F32, referenced until write()
+  // Store (out=6, in=4) as (in, out) in bf16, converting and transposing while writing.
+  w.add("h.0.mlp.c_fc.weight", "BF16", {4, 6}, [&](weft::safetensors_sink& out) {
+    for (std::size_t in = 0; in < 4; ++in)
+      for (std::size_t o = 0; o < 6; ++o) out.write(weft::bf16{fc[o * 4 + in]});
+  });
+  w.write(path);  // path.tmp, fsync, rename: never a half-written file at `path`
+
+  const auto f = weft::safetensors_file::open(path);  // mmap + full validation
+  const auto& info = f.info("h.0.mlp.c_fc.weight");  // {dtype "BF16", shape {4, 6}, bytes, ...}
+  std::vector<float> fc_t(static_cast<std::size_t>(info.element_count));
+  f.read_as<float>("h.0.mlp.c_fc.weight", fc_t);  // BF16 -> float
+  const std::string format = f.metadata().at("format");
+  // example-end safetensors-basics
+
+  CHECK(format == "pt");
+  CHECK(f.names() == std::vector<std::string>{"wte.weight", "h.0.mlp.c_fc.weight"});
+  CHECK(f.read_as<float>("wte.weight") == wte);
+  for (std::size_t in = 0; in < 4; ++in)
+    for (std::size_t o = 0; o < 6; ++o) CHECK(fc_t[in * 6 + o] == fc[o * 4 + in]);  // i/8 < 3: exact in bf16
 }

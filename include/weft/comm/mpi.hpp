@@ -28,6 +28,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <memory>
@@ -83,6 +84,22 @@ inline MPI_Op mpi_op(reduce_op op) { return op == reduce_op::sum ? MPI_SUM : MPI
   std::abort();  // MPI_Abort does not return; keeps [[noreturn]] honest if it ever did
 }
 
+// While a world lives, an exception that escapes main (std::terminate) ends the job with
+// one line instead of a signal on one rank and a backtrace.
+[[noreturn]] inline void mpi_terminate_handler() {
+  std::string what = "std::terminate was called";
+  if (auto e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = std::string("uncaught exception: ") + x.what();
+    } catch (...) {
+      what = "uncaught exception of a type not derived from std::exception";
+    }
+  }
+  mpi_abort(1, "weft::mpi::world: " + what + "; ending the job.");
+}
+
 // ---- the process's MPI session: environment, error policy, guarded shutdown ----
 class mpi_session {
  public:
@@ -92,6 +109,7 @@ class mpi_session {
         timeout_(options.shutdown_timeout) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);  // inherited by splits
     MPI_Comm_dup(MPI_COMM_WORLD, &shutdown_);  // private: cannot meet a user collective
+    previous_terminate_ = std::set_terminate(&mpi_terminate_handler);
   }
   mpi_session(const mpi_session&) = delete;
   mpi_session& operator=(const mpi_session&) = delete;
@@ -100,6 +118,7 @@ class mpi_session {
     if (std::uncaught_exceptions() > 0)
       mpi_abort(1, "weft::mpi::world: an exception left the scope of the MPI world on this rank; "
                    "ending the job so that the other ranks do not wait for it.");
+    std::set_terminate(previous_terminate_);
     arrive_or_abort();
     MPI_Comm_free(&shutdown_);
   }  // env_ calls MPI_Finalize, which now cannot block: every rank has arrived
@@ -120,16 +139,23 @@ class mpi_session {
       if (done) return;
       if (std::chrono::steady_clock::now() > deadline)
         mpi_abort(1, "weft::mpi::world: this rank reached the end of the program, but not every "
-                     "rank did within " + std::to_string(timeout_.count()) +
+                     "rank did within " + seconds_text() +
                      " s (a rank returned early or is stuck); ending the job. If ranks "
                      "legitimately finish far apart, raise world_options::shutdown_timeout.");
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   }
 
+  std::string seconds_text() const {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", timeout_.count());
+    return text;
+  }
+
   boost::mpi::environment env_;
   std::chrono::duration<double> timeout_;
   MPI_Comm shutdown_ = MPI_COMM_NULL;
+  std::terminate_handler previous_terminate_ = nullptr;
 };
 
 // The session of this process while a world is alive: a second `world()` shares it.

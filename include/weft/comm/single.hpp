@@ -190,7 +190,7 @@ class single_world {
  private:
   template <class In, class Out>
   static void copy(std::span<In> in, std::span<Out> out) {
-    if (!in.empty() && in.data() != out.data()) std::memmove(out.data(), in.data(), in.size_bytes());
+    if (in.data() != out.data()) std::copy_n(in.begin(), out.size(), out.begin());  // sizes checked equal
   }
 
   void require_equal_sizes(const char* op, std::size_t in, std::size_t out) const {

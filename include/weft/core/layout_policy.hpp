@@ -31,6 +31,7 @@ namespace weft {
 /// A coordinate tagged with its axis name: `m(at<"seq">(3), at<"batch">(1))`.
 template <fixed_string Name>
 struct named_index {
+  using named_index_tag = void;
   static constexpr auto name = Name;
   std::size_t value;
 };
@@ -41,21 +42,28 @@ WEFT_HOST_DEVICE constexpr named_index<Name> at(std::size_t i) noexcept {
   return {i};
 }
 
+/// Satisfied by `named_index<Name>` (what `at<Name>(i)` returns).
+// (Recognised by a member tag rather than by deducing Name: nvcc's front end does not
+// deduce class-type template arguments from a function argument's type.)
+template <class T>
+concept named_coordinate = requires { typename std::remove_cvref_t<T>::named_index_tag; };
+
 namespace detail {
 
 template <fixed_string A, fixed_string B>
 inline constexpr bool same_name = (A.view() == B.view());
 
-template <fixed_string Name, fixed_string... Names>
+// Number of coordinates among Idx... that name `Name`.
+template <fixed_string Name, class... Idx>
 consteval std::size_t count_in() {
-  return ((same_name<Name, Names> ? std::size_t{1} : std::size_t{0}) + ... + std::size_t{0});
+  return ((same_name<Name, Idx::name> ? std::size_t{1} : std::size_t{0}) + ... + std::size_t{0});
 }
 
 // The coordinate for axis `Name` among named coordinates (0 when none names it). A fold over
 // constants and the values: no tables, so it runs in device code.
-template <fixed_string Name, fixed_string... Names>
-WEFT_HOST_DEVICE constexpr std::size_t pick(named_index<Names>... is) noexcept {
-  return (std::size_t{0} + ... + (same_name<Name, Names> ? is.value : std::size_t{0}));
+template <fixed_string Name, class... Idx>
+WEFT_HOST_DEVICE constexpr std::size_t pick(Idx... is) noexcept {
+  return (std::size_t{0} + ... + (same_name<Name, Idx::name> ? is.value : std::size_t{0}));
 }
 
 // The numbers of an ill-fitting named_layout, for the diagnostic.
@@ -108,9 +116,6 @@ struct named_layout {
   template <fixed_string Name>
   static constexpr std::size_t stride_of = Layout::stride(Shape::template index_of<Name>());
 
-  /// The layout as an object (for the layout algebra).
-  WEFT_HOST_DEVICE static constexpr Layout layout() noexcept { return {}; }
-
   /// Offset of the element at (i0, i1, ...), one index per axis in the shape's order.
   template <std::integral... I>
     requires(sizeof...(I) == rank)
@@ -119,11 +124,11 @@ struct named_layout {
   }
 
   /// Offset of the element at named coordinates, in any order: `m(at<"cols">(2), at<"rows">(1))`.
-  template <fixed_string... Names>
-    requires(sizeof...(Names) == rank && rank > 0)
-  WEFT_HOST_DEVICE constexpr std::size_t operator()(named_index<Names>... is) const noexcept {
-    (void)std::array<std::size_t, rank>{Shape::template index_of<Names>()...};  // unknown names are reported here
-    constexpr bool each_axis_once = ((detail::count_in<Names, Names...>() == 1) && ...);
+  template <named_coordinate... Idx>
+    requires(sizeof...(Idx) == rank && rank > 0)
+  WEFT_HOST_DEVICE constexpr std::size_t operator()(Idx... is) const noexcept {
+    (void)std::array<std::size_t, rank>{Shape::template index_of<Idx::name>()...};  // unknown names are reported here
+    constexpr bool each_axis_once = ((detail::count_in<Idx::name, Idx...>() == 1) && ...);
     static_assert(each_axis_once,
                   "weft::named_layout: a coordinate names the same axis twice. Give each axis of the shape exactly "
                   "one coordinate.");
@@ -136,8 +141,8 @@ struct named_layout {
   }
 
  private:
-  template <std::size_t... K, fixed_string... Names>
-  WEFT_HOST_DEVICE static constexpr std::size_t call(std::index_sequence<K...>, named_index<Names>... is) noexcept {
+  template <std::size_t... K, class... Idx>
+  WEFT_HOST_DEVICE static constexpr std::size_t call(std::index_sequence<K...>, Idx... is) noexcept {
     return Layout{}(detail::pick<Shape::template axis_at<K>::name>(is...)...);
   }
 };
@@ -272,6 +277,8 @@ template <class Shape, class TileShape, std::size_t... J>
 constexpr bool tile_names_known(std::index_sequence<J...>) {
   return ((Shape::template index_of<TileShape::template axis_at<J>::name>() < Shape::rank) && ... && true);
 }
+template <class Shape, class TileShape>
+inline constexpr bool tile_names_known_v = tile_names_known<Shape, TileShape>(std::make_index_sequence<TileShape::rank>{});
 
 // One instance per axis, so that the failing one is printed with its name and numbers.
 template <fixed_string Axis, std::size_t AxisSize, std::size_t TileSize>
@@ -287,7 +294,7 @@ template <class Shape, class TileShape, class Seq = std::make_index_sequence<Sha
 struct tile_grid;
 template <class Shape, class TileShape, std::size_t... K>
 struct tile_grid<Shape, TileShape, std::index_sequence<K...>> {
-  static constexpr bool names_known = tile_names_known<Shape, TileShape>(std::make_index_sequence<TileShape::rank>{});
+  static constexpr bool names_known = tile_names_known_v<Shape, TileShape>;
   static constexpr bool divides =
       (tile_check<Shape::template axis_at<K>::name, Shape::extents[K], tile_extent<Shape, TileShape, K>()>::value && ... &&
        true);
@@ -360,10 +367,12 @@ template <named_mapping M, static_shape TileShape>
 struct divide {
   using grid = detail::tile_grid<typename M::shape_type, TileShape>;
   static_assert(grid::names_known);  // an unknown name is reported by weft::shape itself
-  // On a tile that does not divide, continue with tiles of 1 so that only the message is reported.
-  using modes = detail::divide_modes<M, std::conditional_t<grid::divides, grid, detail::tile_grid<typename M::shape_type, shape<>>>>;
-  using tile_mapping = named_layout<typename grid::tile_shape, typename modes::tile_layout>;
-  using grid_mapping = named_layout<typename grid::grid_shape, typename modes::grid_layout>;
+  // On a tile that does not divide (reported by tile_check), continue with tiles of 1 so
+  // that only that message is reported.
+  using used_grid = std::conditional_t<grid::divides, grid, detail::tile_grid<typename M::shape_type, shape<>>>;
+  using modes = detail::divide_modes<M, used_grid>;
+  using tile_mapping = named_layout<typename used_grid::tile_shape, typename modes::tile_layout>;
+  using grid_mapping = named_layout<typename used_grid::grid_shape, typename modes::grid_layout>;
   /// The whole as one layout: ((tile modes...), (grid modes...)), as CuTe's zipped_divide.
   using layout_type = layout<typename modes::tile_layout, typename modes::grid_layout>;
 };

@@ -41,7 +41,10 @@ struct sequential {
                       "out_width of layer I equal in_width of layer I+1 (see chain_widths_match<I, out, in>).");
     return ok;
   }
+  // A class-scope static_assert, so the check runs whenever sequential<...> is instantiated (the
+  // initialiser of a static data member alone is instantiated only when the member is used).
   static constexpr bool chain_ok = check_chain(std::make_index_sequence<n - 1>{});
+  static_assert(chain_ok, "weft::sequential: the widths of consecutive layers differ (see the message above).");
 
   static constexpr std::array<std::size_t, n> prefix(std::array<std::size_t, n> sizes) {
     std::array<std::size_t, n> o{};

@@ -5,6 +5,7 @@
 //   p -= lr * (mhat / (sqrt(vhat) + eps) + weight_decay * p)
 // n is a run-time count: the optimizer runs over a rank's whole (possibly sharded) flat
 // parameter buffer, whose size depends on the run-time data-parallel degree.
+#include "weft/ops/detail/fast_math.hpp"    // sqrt_fast
 #include "weft/ops/detail/host_common.hpp"  // parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 
@@ -31,7 +32,7 @@ void adamw_step(T* param, const T* grad, T* m, T* v, std::size_t n, float lr, fl
     m[i] = mi;
     v[i] = vi;
     const T mhat = mi * correction1, vhat = vi * correction2;
-    param[i] -= lr_t * (mhat / (std::sqrt(vhat) + eps_t) + wd * param[i]);
+    param[i] -= lr_t * (mhat / (detail::sqrt_fast(vhat) + eps_t) + wd * param[i]);
   }
 }
 

@@ -6,6 +6,7 @@
 // language model, is overwritten by its own gradient, so no second (N, V) buffer exists.
 // That is the one exception to the accumulate rule: dlogits is written, not added.
 // A negative target means "ignore this position": loss 0 and a zero gradient row.
+#include "weft/ops/detail/fast_math.hpp"    // exp_fast
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 
@@ -19,16 +20,18 @@ namespace weft::ops {
 
 namespace detail {
 
-// Max and log-sum-exp of one row of V logits, in acc_t<T>.
+// The max of one row of V logits and sum(exp(z - max)) in acc_t<T>; the exps themselves are
+// exp_fast in T, so a float row vectorises.
 template <std::size_t V, class T>
-void row_max_lse(const T* z, acc_t<T>& max_out, acc_t<T>& lse_out) {
-  using acc = acc_t<T>;
+void row_max_sum_exp(const T* z, T& max_out, acc_t<T>& sum_out) {
   T mx = z[0];
-  for (std::size_t v = 1; v < V; ++v) mx = std::max(mx, z[v]);
-  acc sum = 0;
-  for (std::size_t v = 0; v < V; ++v) sum += std::exp(acc(z[v]) - acc(mx));
-  max_out = acc(mx);
-  lse_out = acc(mx) + std::log(sum);
+#pragma omp simd reduction(max : mx)
+  for (std::size_t v = 0; v < V; ++v) mx = mx < z[v] ? z[v] : mx;
+  acc_t<T> sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (std::size_t v = 0; v < V; ++v) sum += acc_t<T>(exp_fast(T(z[v] - mx)));
+  max_out = mx;
+  sum_out = sum;
 }
 
 }  // namespace detail
@@ -51,11 +54,14 @@ void softmax_cross_entropy_forward_backward(T* losses, T* logits_to_dlogits, con
       continue;
     }
     assert(std::size_t(t) < V);
-    acc mx, lse;
-    detail::row_max_lse<V>(z, mx, lse);
-    losses[n] = T(lse - acc(z[t]));
-    // softmax = exp(z - lse); the scale folds into it.
-    for (std::size_t v = 0; v < V; ++v) z[v] = T(std::exp(acc(z[v]) - lse)) * dloss;
+    T mx;
+    acc sum;
+    detail::row_max_sum_exp<V>(z, mx, sum);
+    losses[n] = T(acc(mx) + std::log(sum) - acc(z[t]));
+    // softmax = exp(z - max) / sum; 1 / sum and dloss fold into one scale.
+    const T scale = T(acc(dloss) / sum);
+#pragma omp simd
+    for (std::size_t v = 0; v < V; ++v) z[v] = detail::exp_fast(T(z[v] - mx)) * scale;
     z[t] -= dloss;
   }
 }
@@ -74,9 +80,10 @@ void softmax_cross_entropy_forward(T* losses, const T* logits, const std::int32_
       continue;
     }
     assert(std::size_t(t) < V);
-    acc mx, lse;
-    detail::row_max_lse<V>(z, mx, lse);
-    losses[n] = T(lse - acc(z[t]));
+    T mx;
+    acc sum;
+    detail::row_max_sum_exp<V>(z, mx, sum);
+    losses[n] = T(acc(mx) + std::log(sum) - acc(z[t]));
   }
 }
 

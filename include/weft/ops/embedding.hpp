@@ -38,6 +38,7 @@ void embedding_backward(T* dtable, const T* dout, const std::int32_t* idx) {
       assert(idx[n] >= 0 && std::size_t(idx[n]) < V);
       T* drow = dtable + std::size_t(idx[n]) * C + i0;  // (nb)
       const T* dy = dout + n * C + i0;                   // (nb)
+#pragma omp simd
       for (std::size_t i = 0; i < nb; ++i) drow[i] += dy[i];
     }
   }
@@ -52,6 +53,7 @@ void positional_forward(T* out, const T* wpe) {
   for (std::size_t bs = 0; bs < B * S; ++bs) {
     const T* p = wpe + (bs % S) * C;  // (C)
     T* y = out + bs * C;              // (C)
+#pragma omp simd
     for (std::size_t i = 0; i < C; ++i) y[i] += p[i];
   }
 }
@@ -66,6 +68,7 @@ void positional_backward(T* dwpe, const T* dout) {
     T* dp = dwpe + s * C;  // (C)
     for (std::size_t b = 0; b < B; ++b) {
       const T* dy = dout + (b * S + s) * C;  // (C)
+#pragma omp simd
       for (std::size_t i = 0; i < C; ++i) dp[i] += dy[i];
     }
   }

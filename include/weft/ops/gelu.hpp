@@ -1,10 +1,11 @@
 #pragma once
 // ---- gelu, tanh approximation (GPT-2) ----
 //   gelu(x) = 0.5 x (1 + tanh(k (x + 0.044715 x^3))),   k = sqrt(2 / pi)
+// tanh is detail::tanh_fast: std::tanh for double, a vectorisable version for float.
+#include "weft/ops/detail/fast_math.hpp"    // tanh_fast
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 
-#include <cmath>
 #include <cstddef>
 
 namespace weft::ops {
@@ -20,10 +21,10 @@ template <std::size_t N, host_element T>
 void gelu_forward(T* out, const T* inp) {
   static_assert(detail::check_dims<N>::ok);
   constexpr T k = T(detail::gelu_k), c = T(detail::gelu_c);
-#pragma omp parallel for if (N >= detail::parallel_min_work)
+#pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {
     const T x = inp[i];
-    out[i] = T(0.5) * x * (T(1) + std::tanh(k * (x + c * x * x * x)));
+    out[i] = T(0.5) * x * (T(1) + detail::tanh_fast(k * (x + c * x * x * x)));
   }
 }
 
@@ -32,10 +33,10 @@ template <std::size_t N, host_element T>
 void gelu_backward(T* dinp, const T* inp, const T* dout) {
   static_assert(detail::check_dims<N>::ok);
   constexpr T k = T(detail::gelu_k), c = T(detail::gelu_c);
-#pragma omp parallel for if (N >= detail::parallel_min_work)
+#pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {
     const T x = inp[i];
-    const T t = std::tanh(k * (x + c * x * x * x));
+    const T t = detail::tanh_fast(k * (x + c * x * x * x));
     // d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
     const T grad = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
     dinp[i] += grad * dout[i];

@@ -38,6 +38,7 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
     }
     const acc s = acc(1) / std::sqrt(sq / acc(C) + acc(layernorm_eps));
     const T mt = T(m), st = T(s);
+#pragma omp simd
     for (std::size_t i = 0; i < C; ++i) y[i] = (x[i] - mt) * st * weight[i] + bias[i];
     mean[n] = mt;
     rstd[n] = st;
@@ -67,6 +68,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
       gx_sum += g * (acc(x[i]) - acc(m)) * acc(s);
     }
     const T g_mean = T(g_sum / acc(C)), gx_mean = T(gx_sum / acc(C));
+#pragma omp simd
     for (std::size_t i = 0; i < C; ++i) {
       const T xhat = (x[i] - m) * s;
       dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
@@ -82,6 +84,7 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
       const T* x = inp + n * C + i0;    // (nb)
       const T* dy = dout + n * C + i0;  // (nb)
       const T m = mean[n], s = rstd[n];
+#pragma omp simd
       for (std::size_t i = 0; i < nb; ++i) {
         dw[i] += acc(dy[i] * ((x[i] - m) * s));
         db[i] += acc(dy[i]);

@@ -42,6 +42,7 @@ void sum_rows_into(T* dbias, const T* dout) {
     acc_t<T> acc[column_block] = {};  // (block of OC)
     for (std::size_t n = 0; n < N; ++n) {
       const T* row = dout + n * OC + j0;  // (nb)
+#pragma omp simd
       for (std::size_t j = 0; j < nb; ++j) acc[j] += row[j];
     }
     for (std::size_t j = 0; j < nb; ++j) dbias[j0 + j] += T(acc[j]);

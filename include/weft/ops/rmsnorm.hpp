@@ -27,6 +27,7 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight) {
 #pragma omp simd reduction(+ : sq)
     for (std::size_t i = 0; i < C; ++i) sq += acc(x[i]) * acc(x[i]);
     const T s = T(acc(1) / std::sqrt(sq / acc(C) + acc(rmsnorm_eps)));
+#pragma omp simd
     for (std::size_t i = 0; i < C; ++i) y[i] = x[i] * s * weight[i];
     rstd[n] = s;
   }
@@ -50,6 +51,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 #pragma omp simd reduction(+ : gx_sum)
     for (std::size_t i = 0; i < C; ++i) gx_sum += acc(dy[i]) * acc(weight[i]) * acc(x[i]);
     const T gx_mean = T(gx_sum / acc(C) * acc(s));  // mean(g * xhat)
+#pragma omp simd
     for (std::size_t i = 0; i < C; ++i) dx[i] += s * (dy[i] * weight[i] - x[i] * s * gx_mean);
   }
   // ---- dweight: sum over rows of dout * xhat; threads own column blocks ----
@@ -62,6 +64,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
       const T* x = inp + n * C + i0;    // (nb)
       const T* dy = dout + n * C + i0;  // (nb)
       const T s = rstd[n];
+#pragma omp simd
       for (std::size_t i = 0; i < nb; ++i) dw[i] += acc(dy[i] * (x[i] * s));
     }
     for (std::size_t i = 0; i < nb; ++i) dweight[i0 + i] += T(dw[i]);

@@ -2,10 +2,10 @@
 // ---- swiglu: out = silu(gate) * up (LLaMA MLP) ----
 // inp is (N, 2H): the gate half then the up half along the last axis, as one fused
 // up-projection writes them. silu(g) = g * sigmoid(g).
+#include "weft/ops/detail/fast_math.hpp"    // sigmoid_fast
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 
-#include <cmath>
 #include <cstddef>
 
 namespace weft::ops {
@@ -19,10 +19,8 @@ void swiglu_forward(T* out, const T* inp) {
     const T* gate = inp + n * 2 * H;  // (H)
     const T* up = gate + H;           // (H)
     T* y = out + n * H;               // (H)
-    for (std::size_t i = 0; i < H; ++i) {
-      const T g = gate[i];
-      y[i] = g / (T(1) + std::exp(-g)) * up[i];
-    }
+#pragma omp simd
+    for (std::size_t i = 0; i < H; ++i) y[i] = gate[i] * detail::sigmoid_fast(gate[i]) * up[i];
   }
 }
 
@@ -38,9 +36,10 @@ void swiglu_backward(T* dinp, const T* inp, const T* dout) {
     const T* dy = dout + n * H;       // (H)
     T* dgate = dinp + n * 2 * H;      // (H)
     T* dup = dgate + H;               // (H)
+#pragma omp simd
     for (std::size_t i = 0; i < H; ++i) {
       const T g = gate[i];
-      const T sig = T(1) / (T(1) + std::exp(-g));
+      const T sig = detail::sigmoid_fast(g);
       // silu'(g) = sig (1 + g (1 - sig))
       dgate[i] += dy[i] * up[i] * sig * (T(1) + g * (T(1) - sig));
       dup[i] += dy[i] * g * sig;

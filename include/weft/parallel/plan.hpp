@@ -42,15 +42,28 @@ template <class... Os>
 struct find_precision {
   using type = float;
 };
+// A precision option ends the search; any other option (memory_budget, ...) is skipped. Two
+// specialisations, because conditional_t would name `O::type` for options that have none.
 template <class O, class... Os>
 struct find_precision<O, Os...> {
-  using type = std::conditional_t<requires { typename O::weft_precision_tag; }, typename O::type,
-                                  typename find_precision<Os...>::type>;
+  using type = typename find_precision<Os...>::type;
 };
+template <class O, class... Os>
+  requires requires { typename O::weft_precision_tag; }
+struct find_precision<O, Os...> {
+  using type = typename O::type;
+};
+// Bytes of the first memory_budget option, else no limit. `if constexpr`, so that `Os::bytes` is
+// only named for options that have it (a ?: would instantiate it for every option).
+template <class O>
+constexpr std::size_t budget_of() {
+  if constexpr (requires { typename O::weft_budget_tag; }) return O::bytes;
+  else return static_cast<std::size_t>(-1);
+}
 template <class... Os>
 constexpr std::size_t find_budget() {
   std::size_t b = static_cast<std::size_t>(-1);
-  ((requires { typename Os::weft_budget_tag; } ? (b = Os::bytes, 0) : 0), ...);
+  ((b == static_cast<std::size_t>(-1) ? (b = budget_of<Os>(), 0) : 0), ...);
   return b;
 }
 constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }

@@ -24,7 +24,6 @@
 #include "weft/parallel/schedule_table.hpp"  // schedule
 
 #include <algorithm>
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -74,47 +73,51 @@ namespace detail {
 
 // ---- generation ----
 
-// Appends one stage's list: computes with their recvs before and sends after, and the
-// sends/recvs between two computes sorted (activations first, then gradients).
+// Appends to one stage's list, naming work by its position k in the stage's order: the
+// k-th forward (backward) is a (micro-batch, chunk). Micro-batches go through the chunks
+// in groups of P, backwards through the chunks in reverse (Megatron-LM's
+// get_model_chunk_id); with V = 1 the k-th is micro-batch k, chunk 0. Sends and recvs
+// that no stage needs (the data on the first virtual stage, the loss on the last, k past
+// the end) are skipped, so the writers can follow Megatron-LM's loops literally.
 template <class S>
 struct stage_writer {
   S& out;
-  std::size_t st, p, v;
-  std::array<instruction, 4> pending{};  // sends/recvs between two computes (at most 4)
-  std::size_t n = 0;
+  std::size_t st, p, m, v;
 
-  constexpr std::size_t virtual_stage(std::size_t chunk) const { return chunk * p + st; }
-  constexpr bool has_prev(std::size_t chunk) const { return p > 1 && virtual_stage(chunk) > 0; }
-  constexpr bool has_next(std::size_t chunk) const { return p > 1 && virtual_stage(chunk) + 1 < p * v; }
+  constexpr std::size_t total() const { return m * v; }
+  constexpr std::size_t mb(std::size_t k) const { return (k / (p * v)) * p + k % p; }
+  constexpr std::size_t chunk(std::size_t k, bool fwd) const {
+    const std::size_t c = (k % (p * v)) / p;
+    return fwd ? c : v - 1 - c;
+  }
+  constexpr bool has_prev(std::size_t c) const { return p > 1 && c * p + st > 0; }
+  constexpr bool has_next(std::size_t c) const { return p > 1 && c * p + st + 1 < p * v; }
   constexpr std::size_t prev() const { return (st + p - 1) % p; }
   constexpr std::size_t next() const { return (st + 1) % p; }
 
-  constexpr void flush() {
-    // Activation traffic first, gradient traffic second, each in queued order.
-    std::stable_partition(pending.begin(), pending.begin() + n, [](const instruction& i) { return i.is_act_comm(); });
-    for (std::size_t k = 0; k < n; ++k) out.push(st, pending[k]);
-    n = 0;
+  constexpr void forward(std::size_t k) { out.push(st, instruction::forward(mb(k), chunk(k, true))); }
+  constexpr void backward(std::size_t k) { out.push(st, instruction::backward(mb(k), chunk(k, false))); }
+  constexpr void send_act(std::size_t k) {
+    if (k < total() && has_next(chunk(k, true))) out.push(st, instruction::send_act(mb(k), chunk(k, true), next()));
   }
-  constexpr void forward(std::size_t mb, std::size_t chunk) {
-    if (has_prev(chunk)) pending[n++] = instruction::recv_act(mb, chunk, prev());
-    flush();
-    out.push(st, instruction::forward(mb, chunk));
-    if (has_next(chunk)) pending[n++] = instruction::send_act(mb, chunk, next());
+  constexpr void recv_act(std::size_t k) {
+    if (k < total() && has_prev(chunk(k, true))) out.push(st, instruction::recv_act(mb(k), chunk(k, true), prev()));
   }
-  constexpr void backward(std::size_t mb, std::size_t chunk) {
-    if (has_next(chunk)) pending[n++] = instruction::recv_grad(mb, chunk, next());
-    flush();
-    out.push(st, instruction::backward(mb, chunk));
-    if (has_prev(chunk)) pending[n++] = instruction::send_grad(mb, chunk, prev());
+  constexpr void send_grad(std::size_t k) {
+    if (k < total() && has_prev(chunk(k, false)))
+      out.push(st, instruction::send_grad(mb(k), chunk(k, false), prev()));
+  }
+  constexpr void recv_grad(std::size_t k) {
+    if (k < total() && has_next(chunk(k, false)))
+      out.push(st, instruction::recv_grad(mb(k), chunk(k, false), next()));
   }
   constexpr void finish() {
-    flush();
     out.push(st, instruction::reduce_grads());
     out.push(st, instruction::optimizer_step());
   }
 };
 
-// Warm-up forwards of stage `st` (Megatron-LM's num_warmup_microbatches).
+// Warm-up forwards of stage `st` (Megatron-LM's num_warmup_microbatches; all for gpipe).
 constexpr std::size_t warmup(schedule_kind k, std::size_t st, std::size_t p, std::size_t m, std::size_t v) {
   switch (k) {
     case schedule_kind::gpipe: return m;
@@ -126,29 +129,79 @@ constexpr std::size_t warmup(schedule_kind k, std::size_t st, std::size_t p, std
   return m * v;
 }
 
-// The three families share one shape: `w` forwards, then (forward, backward) pairs, then
-// the remaining backwards. The k-th forward (backward) of a stage is a (micro-batch,
-// chunk): micro-batches go through the chunks in groups of P (backwards through the
-// chunks in reverse). With V = 1 this is simply micro-batch k, chunk 0.
+// gpipe and one_f_one_b: Megatron-LM's forward_backward_pipelining_without_interleaving.
+// Each recv stands right before its compute and each send right after it. Where a send
+// and a recv meet between two computes, activation traffic goes first (recv_act before
+// send_grad): the neighbour on the other end of the link does the same (send_act before
+// recv_grad), so the lists also work with synchronous sends.
 template <class S>
-constexpr void write_schedule(S& out, schedule_kind kind) {
-  const std::size_t p = out.stages(), m = out.microbatches(), v = out.chunks(), total = m * v;
-  auto mb_of = [&](std::size_t k) { return (k / (p * v)) * p + k % p; };
-  auto chunk_of = [&](std::size_t k, bool fwd) {
-    const std::size_t c = (k % (p * v)) / p;
-    return fwd ? c : v - 1 - c;
-  };
-  for (std::size_t st = 0; st < p; ++st) {
-    stage_writer<S> w{out, st, p, v};
-    const std::size_t warm = warmup(kind, st, p, m, v);
-    for (std::size_t k = 0; k < warm; ++k) w.forward(mb_of(k), chunk_of(k, true));
-    for (std::size_t k = 0; k < total - warm; ++k) {
-      w.forward(mb_of(warm + k), chunk_of(warm + k, true));
-      w.backward(mb_of(k), chunk_of(k, false));
+constexpr void write_flat(S& out, schedule_kind kind) {
+  for (std::size_t st = 0; st < out.stages(); ++st) {
+    stage_writer<S> w{out, st, out.stages(), out.microbatches(), 1};
+    const std::size_t warm = warmup(kind, st, w.p, w.m, 1), steady = w.m - warm;
+    for (std::size_t k = 0; k < warm; ++k) {
+      w.recv_act(k);
+      w.forward(k);
+      w.send_act(k);
     }
-    for (std::size_t k = total - warm; k < total; ++k) w.backward(mb_of(k), chunk_of(k, false));
+    if (steady > 0) w.recv_act(warm);
+    for (std::size_t k = 0; k < steady; ++k) {
+      w.forward(warm + k);
+      w.send_act(warm + k);
+      w.recv_grad(k);
+      w.backward(k);
+      if (k + 1 < steady) w.recv_act(warm + k + 1);
+      w.send_grad(k);
+    }
+    for (std::size_t k = steady; k < w.m; ++k) {
+      w.recv_grad(k);
+      w.backward(k);
+      w.send_grad(k);
+    }
     w.finish();
   }
+}
+
+// interleaved<V>: Megatron-LM's forward_backward_pipelining_with_interleaving. The
+// sends/recvs after each step are one group: the sends of what was just computed, then
+// the recvs of what comes next (the forward input one step ahead, the first backward's
+// gradient at the end of the warm-up, the next backward's gradient in the steady state).
+template <class S>
+constexpr void write_interleaved(S& out) {
+  for (std::size_t st = 0; st < out.stages(); ++st) {
+    stage_writer<S> w{out, st, out.stages(), out.microbatches(), out.chunks()};
+    const std::size_t warm = warmup(schedule_kind::interleaved, st, w.p, w.m, w.v), steady = w.total() - warm;
+    w.recv_act(0);
+    for (std::size_t k = 0; k < warm; ++k) {
+      w.forward(k);
+      w.send_act(k);
+      w.recv_act(k + 1);
+      if (k + 1 == warm && steady > 0) w.recv_grad(0);
+    }
+    for (std::size_t k = 0; k < steady; ++k) {
+      w.forward(warm + k);
+      w.backward(k);
+      w.send_act(warm + k);
+      w.send_grad(k);
+      if (k + 1 < steady) w.recv_act(warm + k + 1);
+      w.recv_grad(k + 1);
+    }
+    if (steady == 0) w.recv_grad(0);
+    for (std::size_t k = steady; k < w.total(); ++k) {
+      w.backward(k);
+      w.send_grad(k);
+      w.recv_grad(k + 1);
+    }
+    w.finish();
+  }
+}
+
+template <class S>
+constexpr void write_schedule(S& out, schedule_kind kind) {
+  if (kind == schedule_kind::interleaved)
+    write_interleaved(out);
+  else
+    write_flat(out, kind);
 }
 
 // What is wrong with (kind, P, M, V) in words; "" when nothing. The compile-time checks in

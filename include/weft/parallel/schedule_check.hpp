@@ -154,19 +154,27 @@ constexpr std::string_view message_of(schedule_fault f) noexcept {
 }
 
 /// When an instruction ran in the buffered simulation. For a recv, `ready` is when its
-/// message was posted (plus latency); `end - start` includes the wait.
+/// message could be received (end of the send plus latency); `end - start` includes the wait.
 struct interval {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
   std::uint64_t ready = 0;
 };
 
-/// What simulate() found. Static sizes give a literal type (a constexpr value); `schedule_report<>`
-/// uses vectors.
-template <std::size_t P = dynamic, std::size_t M = dynamic, std::size_t V = dynamic>
-struct schedule_report {
-  static constexpr std::size_t capacity = schedule<P, M, V>::capacity;
+/// (stage, position in the stage's list) -> when it ran. Filled by simulate() on request;
+/// a vector, so it is a run-time value or a transient one inside a constant evaluation.
+using schedule_timeline = std::vector<std::vector<interval>>;
 
+/// A run with synchronous sends: whether it completes, and its makespan (0 when it deadlocks).
+struct sync_outcome {
+  bool deadlock_free = false;
+  std::uint64_t makespan = 0;
+};
+
+/// What simulate() found. With a compile-time stage count a literal type (a constexpr
+/// value, a static_assert operand); `schedule_report<>` holds the peaks in a vector.
+template <std::size_t P = dynamic>
+struct schedule_report {
   schedule_fault fault = schedule_fault::none;
   std::size_t fault_stage = 0;  // where the fault was seen: stage ...
   std::size_t fault_index = 0;  // ... and position in its list (the list length when found at the end)
@@ -176,16 +184,11 @@ struct schedule_report {
   std::uint64_t busy = 0;                                        // compute + update time, all stages
   ratio bubble_fraction{};                                       // (stages * makespan - busy) / busy
 
-  bool synchronous_deadlock_free = false;  // the lists also complete when a send waits for its recv
-  std::uint64_t synchronous_makespan = 0;  // makespan of that run (0 when it deadlocks)
-
-  // (stage, position) -> when it ran (buffered run; complete only when fault == none).
-  detail::array_or_vector_t<detail::array_or_vector_t<interval, capacity>, P> timeline{};
+  sync_outcome synchronous{};  // each send waits for its recv, in list order (MPI_Ssend)
+  sync_outcome grouped{};      // adjacent sends/recvs posted together (NCCL group, batch_isend_irecv)
 
   /// True when the proof holds.
   constexpr bool ok() const noexcept { return fault == schedule_fault::none; }
-  /// Total idle time of all stages over the makespan.
-  constexpr std::uint64_t bubble(std::size_t stages) const noexcept { return stages * makespan - busy; }
 };
 
 namespace detail {
@@ -202,12 +205,6 @@ enum : std::uint8_t {
   sent_grad = 32,
 };
 
-struct message {
-  std::uint8_t state = 0;  // 0 not sent, 1 posted, 2 received
-  std::uint64_t ready = 0;
-  std::size_t from_stage = 0, from_index = 0;  // the send, for the unreceived_send report
-};
-
 // Sizes and the wiring of virtual stages onto stages.
 struct pipeline_shape {
   std::size_t p, m, v;
@@ -216,20 +213,20 @@ struct pipeline_shape {
   // Only with several stages do neighbouring virtual stages live on different stages; with
   // one stage (interleaved on P = 1) chunks hand over locally and no message exists.
   constexpr bool remote() const { return p > 1; }
-  constexpr std::size_t next(std::size_t stage) const { return (stage + 1) % p; }
-  constexpr std::size_t prev(std::size_t stage) const { return (stage + p - 1) % p; }
   constexpr std::size_t work(std::size_t stage, std::size_t mb, std::size_t chunk) const {
     return (stage * m + mb) * v + chunk;
   }
-  // A message is named by what it carries: (activation or gradient, micro-batch,
-  // virtual stage that consumes it). Only meaningful for well-formed instructions.
+  constexpr std::size_t keys() const { return 2 * m * virtual_stages(); }
+  // A message is named by what it carries: (activation or gradient, micro-batch, virtual
+  // stage that consumes it), so a send and its recv have the same key. Only meaningful
+  // for well-formed send/recv instructions.
   constexpr std::size_t key(const instruction& i, std::size_t stage) const {
     const std::size_t vs = virtual_stage(stage, i.chunk);
     switch (i.kind) {
-      case instruction_kind::send_act: return (0 * m + i.mb) * virtual_stages() + vs + 1;
-      case instruction_kind::recv_act: return (0 * m + i.mb) * virtual_stages() + vs;
-      case instruction_kind::send_grad: return (1 * m + i.mb) * virtual_stages() + vs - 1;
-      default: return (1 * m + i.mb) * virtual_stages() + vs;  // recv_grad
+      case instruction_kind::send_act: return i.mb * virtual_stages() + vs + 1;
+      case instruction_kind::recv_act: return i.mb * virtual_stages() + vs;
+      case instruction_kind::send_grad: return (m + i.mb) * virtual_stages() + vs - 1;
+      default: return (m + i.mb) * virtual_stages() + vs;  // recv_grad
     }
   }
   // Field ranges, and for a send/recv: that a message is needed and goes to the neighbour.
@@ -238,41 +235,71 @@ struct pipeline_shape {
     if (i.mb >= m || i.chunk >= v) return false;
     if (i.is_compute()) return true;
     const std::size_t vs = virtual_stage(stage, i.chunk);
-    const bool has_next = vs + 1 < virtual_stages(), has_prev = vs > 0;
-    switch (i.kind) {
-      case instruction_kind::send_act:
-      case instruction_kind::recv_grad: return remote() && has_next && i.peer == next(stage);
-      default: return remote() && has_prev && i.peer == prev(stage);  // recv_act, send_grad
+    if (i.kind == instruction_kind::send_act || i.kind == instruction_kind::recv_grad)
+      return remote() && vs + 1 < virtual_stages() && i.peer == (stage + 1) % p;
+    return remote() && vs > 0 && i.peer == (stage + p - 1) % p;  // recv_act, send_grad
+  }
+};
+
+// Stages that may be able to move, each queued at most once. A stage leaves when it blocks
+// and is woken by the event it waits for, so a run visits O(instructions) stages.
+struct worklist {
+  std::vector<std::size_t> items;
+  std::vector<std::uint8_t> queued;  // (stage)
+  constexpr explicit worklist(std::size_t p) : queued(p, 1) {
+    for (std::size_t st = p; st-- > 0;) items.push_back(st);
+  }
+  constexpr bool empty() const { return items.empty(); }
+  constexpr std::size_t pop() {
+    const std::size_t st = items.back();
+    items.pop_back();
+    queued[st] = 0;
+    return st;
+  }
+  constexpr void wake(std::size_t st) {
+    if (!queued[st]) {
+      queued[st] = 1;
+      items.push_back(st);
     }
   }
 };
 
-enum class step_result : std::uint8_t { advanced, blocked, fault };
+// Where a fault was seen.
+struct fault_site {
+  schedule_fault fault = schedule_fault::none;
+  std::size_t stage = 0, index = 0;
+};
 
-template <class Report>
-constexpr void set_fault(Report& r, schedule_fault f, std::size_t stage, std::size_t index) {
-  r.fault = f;
-  r.fault_stage = stage;
-  r.fault_index = index;
-}
-
-template <class S, class Report>
+// The proof. Buffered sends: a send posts its message and the stage goes on; a recv waits
+// until its message is posted. Checks every instruction as it runs, then what never ran.
+template <class S>
 struct buffered_run {
+  struct message {
+    std::uint8_t state = 0;  // 0 not sent, 1 posted, 2 received
+    std::uint64_t ready = 0;
+    std::size_t from_stage = 0, from_index = 0;  // the send, for the unreceived_send report
+  };
+
   const S& s;
   const schedule_costs& c;
-  Report& r;
-  pipeline_shape sh;
-  std::vector<std::size_t> pc, live, backwards, updates;  // (stage); updates: 1 reduced, 2 stepped
-  std::vector<std::uint64_t> clock;                      // (stage)
-  std::vector<std::uint8_t> flags;                       // (stage, mb, chunk)
-  std::vector<message> messages;                         // (grad?, mb, consumer virtual stage)
+  schedule_timeline* timeline;  // filled when not null
+  pipeline_shape sh{s.stages(), s.microbatches(), s.chunks()};
+  std::vector<std::size_t> pc = std::vector<std::size_t>(sh.p);         // (stage) next position
+  std::vector<std::size_t> live = std::vector<std::size_t>(sh.p);       // (stage) activation sets held
+  std::vector<std::size_t> peak = std::vector<std::size_t>(sh.p);       // (stage) most of them
+  std::vector<std::size_t> backwards = std::vector<std::size_t>(sh.p);  // (stage) done
+  std::vector<std::uint8_t> updates = std::vector<std::uint8_t>(sh.p);  // (stage) 1 reduced, 2 stepped
+  std::vector<std::uint64_t> clock = std::vector<std::uint64_t>(sh.p);  // (stage)
+  std::vector<std::uint8_t> flags = std::vector<std::uint8_t>(sh.p * sh.m * sh.v);  // (stage, mb, chunk)
+  std::vector<message> messages = std::vector<message>(sh.keys());                  // (key)
+  std::uint64_t busy = 0;
+  worklist ready{sh.p};
+  fault_site fault{};
 
-  constexpr buffered_run(const S& s_, const schedule_costs& c_, Report& r_)
-      : s(s_), c(c_), r(r_), sh{s_.stages(), s_.microbatches(), s_.chunks()}, pc(sh.p), live(sh.p),
-        backwards(sh.p), updates(sh.p), clock(sh.p), flags(sh.p * sh.m * sh.v), messages(2 * sh.m * sh.p * sh.v) {}
+  enum class step_result : std::uint8_t { advanced, blocked, fault };
 
   constexpr step_result fail(schedule_fault f, std::size_t st) {
-    set_fault(r, f, st, pc[st]);
+    fault = {f, st, pc[st]};
     return step_result::fault;
   }
 
@@ -280,9 +307,9 @@ struct buffered_run {
   constexpr step_result step(std::size_t st) {
     const instruction i = s.list(st)[pc[st]];
     if (!sh.well_formed(i, st)) return fail(schedule_fault::bad_instruction, st);
-    interval& slot = r.timeline[st][pc[st]];
+    const std::uint64_t start = clock[st];
     std::uint64_t& t = clock[st];
-    slot.start = t;
+    std::uint64_t ready_at = 0;
     const std::size_t vs = sh.virtual_stage(st, i.chunk);
     std::uint8_t* f = i.is_compute() || i.is_comm() ? &flags[sh.work(st, i.mb, i.chunk)] : nullptr;
     switch (i.kind) {
@@ -295,8 +322,8 @@ struct buffered_run {
         if (!input) return fail(schedule_fault::input_missing, st);
         *f |= did_forward;
         t += c.forward;
-        r.busy += c.forward;
-        r.peak_activations[st] = std::max(r.peak_activations[st], ++live[st]);
+        busy += c.forward;
+        peak[st] = std::max(peak[st], ++live[st]);
         break;
       }
       case instruction_kind::backward: {
@@ -308,7 +335,7 @@ struct buffered_run {
         if (!input) return fail(schedule_fault::input_missing, st);
         *f |= did_backward;
         t += c.backward;
-        r.busy += c.backward;
+        busy += c.backward;
         --live[st];
         ++backwards[st];
         break;
@@ -321,6 +348,7 @@ struct buffered_run {
         *f |= act ? sent_act : sent_grad;
         t += c.send;
         messages[sh.key(i, st)] = message{1, t + c.latency, st, pc[st]};
+        ready.wake(i.peer);  // it may be waiting for this
         break;
       }
       case instruction_kind::recv_act:
@@ -331,7 +359,7 @@ struct buffered_run {
         if (msg.state != 1) return step_result::blocked;  // not posted yet: wait
         msg.state = 2;
         *f |= got;
-        slot.ready = msg.ready;
+        ready_at = msg.ready;
         t = std::max(t, msg.ready) + c.recv;
         break;
       }
@@ -339,127 +367,152 @@ struct buffered_run {
         if (updates[st] != 0 || backwards[st] != sh.m * sh.v) return fail(schedule_fault::update_misplaced, st);
         updates[st] = 1;
         t += c.reduce_grads;
-        r.busy += c.reduce_grads;
+        busy += c.reduce_grads;
         break;
       case instruction_kind::optimizer_step:
         if (updates[st] != 1) return fail(schedule_fault::update_misplaced, st);
         updates[st] = 2;
         t += c.optimizer_step;
-        r.busy += c.optimizer_step;
+        busy += c.optimizer_step;
         break;
     }
-    slot.end = t;
+    if (timeline) (*timeline)[st][pc[st]] = interval{start, t, ready_at};
     ++pc[st];
     return step_result::advanced;
   }
 
   constexpr void run() {
-    // Sweep the stages, each as far as it goes, until all are done or none can move.
-    for (;;) {
-      bool moved = false, done = true;
-      for (std::size_t st = 0; st < sh.p; ++st) {
-        const std::size_t n = s.list(st).size();
-        while (pc[st] < n) {
-          const step_result res = step(st);
-          if (res == step_result::fault) return;
-          if (res == step_result::blocked) break;
-          moved = true;
-        }
-        done = done && pc[st] == n;
-      }
-      if (done) break;
-      if (!moved) {
-        for (std::size_t st = 0; st < sh.p; ++st)
-          if (pc[st] < s.list(st).size()) return set_fault(r, schedule_fault::deadlock, st, pc[st]);
+    if (timeline) {
+      timeline->assign(sh.p, {});
+      for (std::size_t st = 0; st < sh.p; ++st) (*timeline)[st].resize(s.list(st).size());
+    }
+    // Run each ready stage as far as it goes; a blocked stage waits for a send to wake it.
+    while (!ready.empty()) {
+      const std::size_t st = ready.pop();
+      while (pc[st] < s.list(st).size()) {
+        const step_result res = step(st);
+        if (res == step_result::fault) return;
+        if (res == step_result::blocked) break;
       }
     }
+    for (std::size_t st = 0; st < sh.p; ++st)  // nothing can move: all done, or stuck
+      if (pc[st] < s.list(st).size()) {
+        fault = {schedule_fault::deadlock, st, pc[st]};
+        return;
+      }
     // ---- all lists consumed: what never happened ----
     for (const message& msg : messages)
-      if (msg.state == 1) return set_fault(r, schedule_fault::unreceived_send, msg.from_stage, msg.from_index);
+      if (msg.state == 1) {
+        fault = {schedule_fault::unreceived_send, msg.from_stage, msg.from_index};
+        return;
+      }
     for (std::size_t st = 0; st < sh.p; ++st) {
       const std::size_t end = s.list(st).size();
-      for (std::size_t mb = 0; mb < sh.m; ++mb)
-        for (std::size_t ch = 0; ch < sh.v; ++ch)
-          if ((flags[sh.work(st, mb, ch)] & (did_forward | did_backward)) != (did_forward | did_backward))
-            return set_fault(r, schedule_fault::missing, st, end);
-      if (updates[st] != 2) return set_fault(r, schedule_fault::update_misplaced, st, end);
+      for (std::size_t w = sh.work(st, 0, 0); w < sh.work(st + 1, 0, 0); ++w)
+        if ((flags[w] & (did_forward | did_backward)) != (did_forward | did_backward)) {
+          fault = {schedule_fault::missing, st, end};
+          return;
+        }
+      if (updates[st] != 2) {
+        fault = {schedule_fault::update_misplaced, st, end};
+        return;
+      }
     }
-    for (std::size_t st = 0; st < sh.p; ++st) r.makespan = std::max(r.makespan, clock[st]);
   }
 };
 
-// Synchronous sends: a send and its recv happen together, when both stages have reached
-// them. Only run on lists the buffered run accepted, so no checks here.
+// Synchronous sends: a send completes only together with its recv, when both stages have
+// reached them. `grouped`: a run of sends/recvs standing next to each other in a list is
+// posted at once and completes when all of it has matched (NCCL groups, Megatron-LM's
+// batch_isend_irecv); otherwise each send/recv is posted on its own, in list order
+// (MPI_Ssend). Run only on lists the buffered run accepted, so nothing is checked here.
 template <class S>
-constexpr std::uint64_t synchronous_makespan(const S& s, const schedule_costs& c, bool& deadlock_free) {
+constexpr sync_outcome synchronous_run(const S& s, const schedule_costs& c, bool grouped) {
   const pipeline_shape sh{s.stages(), s.microbatches(), s.chunks()};
-  std::vector<std::size_t> pc(sh.p);
-  std::vector<std::uint64_t> clock(sh.p);
-  // Is the peer's next instruction the other half of `i` (at stage `st`)?
-  auto partner_ready = [&](const instruction& i, std::size_t st) {
-    const std::size_t q = i.peer;
-    if (pc[q] >= s.list(q).size()) return false;
-    const instruction& j = s.list(q)[pc[q]];
-    // The key names the data and its consumer, so equal keys on a send and a recv pair them.
-    return j.is_comm() && j.is_send() != i.is_send() && sh.key(j, q) == sh.key(i, st);
-  };
-  for (;;) {
-    bool moved = false, done = true;
-    for (std::size_t st = 0; st < sh.p; ++st) {
-      while (pc[st] < s.list(st).size()) {
-        const instruction& i = s.list(st)[pc[st]];
-        if (i.is_comm()) {
-          if (!partner_ready(i, st)) break;
-          const std::size_t q = i.peer;
-          const std::size_t sender = i.is_send() ? st : q, receiver = i.is_send() ? q : st;
-          const std::uint64_t meet = std::max(clock[st], clock[q]);
-          clock[sender] = meet + c.send;
-          clock[receiver] = meet + c.send + c.latency + c.recv;
-          ++pc[q];
-        } else {
-          clock[st] += i.kind == instruction_kind::forward        ? c.forward
-                       : i.kind == instruction_kind::backward     ? c.backward
-                       : i.kind == instruction_kind::reduce_grads ? c.reduce_grads
-                                                                  : c.optimizer_step;
-        }
-        ++pc[st];
-        moved = true;
-      }
-      done = done && pc[st] == s.list(st).size();
+  std::vector<std::size_t> pc(sh.p), group_end(sh.p), unmatched(sh.p);  // (stage) open group [pc, group_end)
+  std::vector<std::uint64_t> clock(sh.p), finish(sh.p);                 // (stage) group posted, completed
+  // (key) which side is posted and waiting: 1 the send, 2 the recv; and when.
+  std::vector<std::uint8_t> waiting(sh.keys());
+  std::vector<std::uint64_t> posted_at(sh.keys());
+  worklist ready(sh.p);
+
+  // Post `x` of stage `st`; when its other half waits already, both complete.
+  auto post = [&](const instruction& x, std::size_t st) {
+    const std::size_t k = sh.key(x, st);
+    const std::uint8_t side = x.is_send() ? 1 : 2;
+    if (waiting[k] == 0) {
+      waiting[k] = side;
+      posted_at[k] = clock[st];
+      return;
     }
-    if (done) break;
-    if (!moved) {
-      deadlock_free = false;
-      return 0;
+    const std::size_t q = x.peer, sender = x.is_send() ? st : q, receiver = x.is_send() ? q : st;
+    const std::uint64_t sent = std::max(posted_at[k], clock[st]) + c.send;
+    finish[sender] = std::max(finish[sender], sent);
+    finish[receiver] = std::max(finish[receiver], sent + c.latency + c.recv);
+    --unmatched[st];
+    --unmatched[q];
+    ready.wake(q);  // its group may be complete now
+  };
+
+  while (!ready.empty()) {
+    const std::size_t st = ready.pop();
+    while (pc[st] < s.list(st).size()) {
+      const instruction& i = s.list(st)[pc[st]];
+      if (!i.is_comm()) {
+        clock[st] += i.kind == instruction_kind::forward        ? c.forward
+                     : i.kind == instruction_kind::backward     ? c.backward
+                     : i.kind == instruction_kind::reduce_grads ? c.reduce_grads
+                                                                : c.optimizer_step;
+        ++pc[st];
+        continue;
+      }
+      if (group_end[st] <= pc[st]) {  // open the group at pc and post all of it
+        std::size_t e = pc[st] + 1;
+        while (grouped && e < s.list(st).size() && s.list(st)[e].is_comm()) ++e;
+        group_end[st] = e;
+        unmatched[st] = e - pc[st];
+        finish[st] = clock[st];
+        for (std::size_t a = pc[st]; a < e; ++a) post(s.list(st)[a], st);
+      }
+      if (unmatched[st] != 0) break;  // wait for the peers
+      clock[st] = finish[st];
+      pc[st] = group_end[st];
     }
   }
-  deadlock_free = true;
-  return *std::max_element(clock.begin(), clock.end());
+  for (std::size_t st = 0; st < sh.p; ++st)
+    if (pc[st] < s.list(st).size()) return {};  // stuck: a deadlock
+  return {true, *std::max_element(clock.begin(), clock.end())};
 }
 
 }  // namespace detail
 
-/// Runs all stages of `s` together and reports the proof's outcome, the peak activations,
-/// the timeline and the bubble. Usable at compile time and at run time.
+/// Runs all stages of `s` together and reports the proof's outcome, the peak activations
+/// and the bubble; with `timeline`, also when each instruction ran. Usable at compile time
+/// and at run time.
 template <std::size_t P, std::size_t M, std::size_t V>
-constexpr schedule_report<P, M, V> simulate(const schedule<P, M, V>& s, const schedule_costs& costs = {}) {
-  schedule_report<P, M, V> r{};
-  if constexpr (P == dynamic) {  // size the vectors
-    r.peak_activations.resize(s.stages());
-    r.timeline.resize(s.stages());
-    for (std::size_t st = 0; st < s.stages(); ++st) r.timeline[st].resize(s.list(st).size());
-  }
-  detail::buffered_run<schedule<P, M, V>, schedule_report<P, M, V>>{s, costs, r}.run();
+constexpr schedule_report<P> simulate(const schedule<P, M, V>& s, const schedule_costs& costs = {},
+                                      schedule_timeline* timeline = nullptr) {
+  schedule_report<P> r{};
+  detail::buffered_run<schedule<P, M, V>> run{s, costs, timeline};
+  run.run();
+  r.fault = run.fault.fault;
+  r.fault_stage = run.fault.stage;
+  r.fault_index = run.fault.index;
   if (!r.ok()) return r;
-  const std::uint64_t total = s.stages() * r.makespan;
-  r.bubble_fraction = make_ratio(total - r.busy, r.busy == 0 ? 1 : r.busy);
-  r.synchronous_makespan = detail::synchronous_makespan(s, costs, r.synchronous_deadlock_free);
+  if constexpr (P == dynamic) r.peak_activations.resize(s.stages());
+  std::copy(run.peak.begin(), run.peak.end(), r.peak_activations.begin());
+  r.busy = run.busy;
+  r.makespan = *std::max_element(run.clock.begin(), run.clock.end());
+  r.bubble_fraction = make_ratio(s.stages() * r.makespan - r.busy, r.busy == 0 ? 1 : r.busy);
+  r.synchronous = detail::synchronous_run(s, costs, false);
+  r.grouped = detail::synchronous_run(s, costs, true);
   return r;
 }
 
-/// The compile-time proof: the report of `s`, or a compile error with the fault's message.
+/// The compile-time proof: the report of `s`, or a compile error whose text is the fault's
+/// message ("weft::schedule: deadlock: ...").
 template <std::size_t P, std::size_t M, std::size_t V>
-consteval schedule_report<P, M, V> verify(const schedule<P, M, V>& s, const schedule_costs& costs = {}) {
+consteval schedule_report<P> verify(const schedule<P, M, V>& s, const schedule_costs& costs = {}) {
   const auto r = simulate(s, costs);
   using enum schedule_fault;
   switch (r.fault) {

@@ -1,10 +1,8 @@
 #pragma once
 // ---- memory spaces: where a tensor's elements live ----
 // A tensor's type says whether its pointer is host or device memory, so that reading device
-// memory on the host is a compile error rather than a crash. The check is made per
-// compilation pass: g++ and nvcc's host pass see host code, nvcc's device pass device code.
-#include "weft/config.hpp"  // WEFT_HOST_DEVICE
-
+// memory on the host is a compile error rather than a crash: element access to host memory
+// is a host function, to device memory a device function (and, under plain g++, an error).
 #include <concepts>
 #include <string_view>
 #include <type_traits>
@@ -42,17 +40,14 @@ template <class S>
 concept device_accessible_space = memory_space<S> && S::device_accessible;
 
 namespace detail {
-// Whether the code being compiled now may touch memory of space S: device code in nvcc's
-// device pass, host code otherwise. nvcc instantiates a template used only from kernels in
-// its device pass alone, so a kernel's device tensor does not trip the host check.
+// Whether device code is being compiled at all (nvcc); device memory is read in device code
+// only. Dependent on S so that it is checked where a tensor is used, not here.
 template <memory_space S>
-WEFT_HOST_DEVICE constexpr bool accessible_here() noexcept {
-#if defined(__CUDA_ARCH__)
-  return S::device_accessible;
+#if defined(__CUDACC__)
+inline constexpr bool device_code_compiled = true;
 #else
-  return S::host_accessible;
+inline constexpr bool device_code_compiled = false;
 #endif
-}
 }  // namespace detail
 
 }  // namespace weft

@@ -107,20 +107,37 @@ class tensor {
   static constexpr std::size_t size_of = Mapping::shape_type::template size_of<Name>;
 
   // ---- element access ----
+  // Host memory is read by host code, device memory by device code: two overloads with the
+  // matching execution space, so nvcc rejects the other use, and plain g++ (which compiles
+  // no device code) rejects any element access to device memory with the message below.
 
   /// The element at (i0, i1, ...), one index per axis.
   template <std::integral... I>
-    requires(sizeof...(I) == rank)
-  WEFT_HOST_DEVICE constexpr reference operator()(I... i) const noexcept {
-    check_space();
+    requires(sizeof...(I) == rank && host_accessible_space<Space>)
+  constexpr reference operator()(I... i) const noexcept {
     return data_[Mapping{}(i...)];
   }
 
   /// The element at named coordinates, in any order: `t(at<"cols">(2), at<"rows">(1))`.
-  template <fixed_string... Names>
-    requires(named_mapping<Mapping> && sizeof...(Names) == rank)
-  WEFT_HOST_DEVICE constexpr reference operator()(named_index<Names>... i) const noexcept {
-    check_space();
+  template <named_coordinate... Idx>
+    requires(named_mapping<Mapping> && rank > 0 && sizeof...(Idx) == rank && host_accessible_space<Space>)
+  constexpr reference operator()(Idx... i) const noexcept {
+    return data_[Mapping{}(i...)];
+  }
+
+  /// The element at (i0, i1, ...) of device memory, in device code.
+  template <std::integral... I>
+    requires(sizeof...(I) == rank && !host_accessible_space<Space>)
+  WEFT_DEVICE constexpr reference operator()(I... i) const noexcept {
+    check_device_compiler();
+    return data_[Mapping{}(i...)];
+  }
+
+  /// The element at named coordinates of device memory, in device code.
+  template <named_coordinate... Idx>
+    requires(named_mapping<Mapping> && rank > 0 && sizeof...(Idx) == rank && !host_accessible_space<Space>)
+  WEFT_DEVICE constexpr reference operator()(Idx... i) const noexcept {
+    check_device_compiler();
     return data_[Mapping{}(i...)];
   }
 
@@ -146,13 +163,25 @@ class tensor {
   template <static_shape TileShape, std::integral... G>
     requires(named_mapping<Mapping> && sizeof...(G) == TileShape::rank)
   WEFT_HOST_DEVICE constexpr auto tile(G... g) const noexcept {
-    static_assert(detail::tile_names_known<typename Mapping::shape_type, TileShape>(
-        std::make_index_sequence<TileShape::rank>{}));  // an unknown name is reported by weft::shape itself
+    // An unknown name is reported by weft::shape itself.
+    static_assert(detail::tile_names_known_v<typename Mapping::shape_type, TileShape>);
     using tiles = divide<Mapping, typename detail::whole_axes<typename Mapping::shape_type, TileShape>::type>;
     using view = tensor<T, typename tiles::tile_mapping, Space>;
     return view{data_ + tile_offset<tiles, TileShape>(std::make_index_sequence<rank>{},
                                                       std::make_index_sequence<TileShape::rank>{},
                                                       static_cast<std::size_t>(g)...)};
+  }
+
+  /// The same view with the bare layout as its mapping: no axis names, only integers in
+  /// the type, which nvcc can pass to a `__global__` function (it cannot pass class-type
+  /// template arguments such as names). Rewrap it inside the kernel:
+  /// `tensor<T, Mapping, Space>{u.data()}`.
+  WEFT_HOST_DEVICE constexpr auto unnamed() const noexcept {
+    if constexpr (named_mapping<Mapping>) {
+      return tensor<T, typename Mapping::layout_type, Space>{data_};
+    } else {
+      return *this;
+    }
   }
 
   /// The same view with const elements.
@@ -161,12 +190,11 @@ class tensor {
  private:
   T* data_ = nullptr;
 
-  WEFT_HOST_DEVICE static constexpr void check_space() noexcept {
-    constexpr bool memory_reachable_here = detail::accessible_here<Space>();
-    static_assert(memory_reachable_here,
-                  "weft::tensor: element access to memory this code cannot reach (device memory from host code, or "
-                  "host memory from a kernel). Read device tensors inside kernels, or copy them to a host tensor "
-                  "first.");
+  WEFT_HOST_DEVICE static constexpr void check_device_compiler() noexcept {
+    constexpr bool compiled_for_a_device = detail::device_code_compiled<Space>;
+    static_assert(compiled_for_a_device,
+                  "weft::tensor: element access to device memory in host code. Read device tensors inside kernels "
+                  "(compiled by nvcc), or copy them to a host tensor first.");
   }
 
   template <std::size_t K>

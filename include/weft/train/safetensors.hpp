@@ -10,7 +10,8 @@
 //                 row-major (C order). Tensors cover the data section exactly, without gaps.
 // Reference implementation: github.com/huggingface/safetensors (safetensors/src/tensor.rs).
 
-#include <weft/train/checkpoint_error.hpp>  // checkpoint_error
+#include "weft/core/dtype.hpp"              // bf16, f16, half_float
+#include "weft/train/checkpoint_error.hpp"  // checkpoint_error
 
 #include <algorithm>
 #include <array>
@@ -106,59 +107,6 @@ inline bool st_byte_length(const st_dtype_entry& dtype, std::span<const std::int
   elements = n;
   bytes = bits / 8;
   return true;
-}
-
-// ---- 16-bit floats ----
-// Local bit-exact conversions (no weft/core/dtype.hpp yet): round to nearest even,
-// NaN stays NaN (quieted), overflow goes to infinity, subnormals are kept.
-
-inline float bf16_bits_to_float(std::uint16_t b) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
-}
-
-inline std::uint16_t float_to_bf16_bits(float f) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN: keep sign and top payload, force quiet bit
-    return static_cast<std::uint16_t>((u >> 16) | 0x0040u);
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to even
-  return static_cast<std::uint16_t>(u >> 16);
-}
-
-inline float f16_bits_to_float(std::uint16_t h) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t exp = (h >> 10) & 0x1fu;
-  const std::uint32_t man = h & 0x3ffu;
-  if (exp == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (man << 13));  // inf, NaN
-  if (exp != 0) return std::bit_cast<float>(sign | ((exp + 112u) << 23) | (man << 13));
-  // zero or subnormal: man * 2^-24, exact in float
-  const float v = static_cast<float>(man) * 0x1p-24f;
-  return sign ? -v : v;
-}
-
-inline std::uint16_t float_to_f16_bits(float f) {
-  const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  const auto sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
-  const std::uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u)  // NaN
-    return static_cast<std::uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
-  if (a >= 0x477ff000u)  // >= 65520 (halfway above the largest f16, 65504) or inf
-    return static_cast<std::uint16_t>(sign | 0x7c00u);
-  if (a >= 0x38800000u) {  // normal f16 range, >= 2^-14: rebias exponent 127 -> 15, round
-    std::uint32_t r = a - (112u << 23);
-    r += 0xfffu + ((r >> 13) & 1u);
-    return static_cast<std::uint16_t>(sign | (r >> 13));
-  }
-  // f16 subnormal (or zero): result = round(value * 2^24), value = mant * 2^(e - 150)
-  const std::uint32_t e = a >> 23;
-  if (e == 0) return sign;  // float subnormals are far below 2^-25
-  const std::uint32_t mant = (a & 0x7fffffu) | 0x800000u;
-  const std::uint32_t shift = 126u - e;  // >= 14 here
-  if (shift > 24) return sign;           // value < 2^-25 rounds to zero
-  std::uint32_t q = mant >> shift;
-  const std::uint32_t rem = mant & ((1u << shift) - 1u);
-  const std::uint32_t half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (q & 1u))) ++q;
-  return static_cast<std::uint16_t>(sign | q);
 }
 
 // ---- messages ----
@@ -528,10 +476,15 @@ class fd_output {
 
 // ---- element types ----
 
-/// Arithmetic types that safetensors_writer::add stores directly and
-/// safetensors_file::read_as converts to: floating-point and integer types (not bool).
+/// Element types that safetensors_writer::add stores directly and safetensors_file::read_as
+/// converts to: the floating-point types (with weft's bf16 and f16) and integers (not bool).
 template <class T>
-concept safetensors_element = std::floating_point<T> || (std::integral<T> && !std::same_as<T, bool>);
+concept safetensors_element =
+    std::floating_point<T> || half_float<T> || (std::integral<T> && !std::same_as<T, bool>);
+
+/// The floating-point members of safetensors_element.
+template <class T>
+concept safetensors_float = std::floating_point<T> || half_float<T>;
 
 namespace train::detail {
 
@@ -540,6 +493,8 @@ template <safetensors_element T>
 constexpr std::string_view st_dtype_of() {
   if constexpr (std::same_as<T, double>) return "F64";
   else if constexpr (std::same_as<T, float>) return "F32";
+  else if constexpr (std::same_as<T, bf16>) return "BF16";
+  else if constexpr (std::same_as<T, f16>) return "F16";
   else if constexpr (std::floating_point<T>) return "";  // long double: no safetensors dtype
   else if constexpr (std::is_signed_v<T>)
     return sizeof(T) == 1 ? "I8" : sizeof(T) == 2 ? "I16" : sizeof(T) == 4 ? "I32" : "I64";
@@ -551,6 +506,8 @@ template <safetensors_element T>
 constexpr std::string_view element_type_name() {
   if constexpr (std::same_as<T, float>) return "float";
   else if constexpr (std::same_as<T, double>) return "double";
+  else if constexpr (std::same_as<T, bf16>) return "bf16";
+  else if constexpr (std::same_as<T, f16>) return "f16";
   else if constexpr (std::same_as<T, long double>) return "long double";
   else if constexpr (std::is_signed_v<T>)
     return sizeof(T) == 1 ? "int8" : sizeof(T) == 2 ? "int16" : sizeof(T) == 4 ? "int32" : "int64";
@@ -563,6 +520,14 @@ T load_le(const std::byte* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));  // the data section need not be aligned for T
   return v;
+}
+
+// One floating-point element of dtype Source converted to T, rounding once.
+template <safetensors_float T, class Source>
+T convert_float(Source x) {
+  if constexpr (std::same_as<T, Source>) return x;
+  else if constexpr (half_float<Source>) return static_cast<T>(static_cast<float>(x));  // exact widening first
+  else return static_cast<T>(x);                                                      // bf16(double) rounds once
 }
 
 }  // namespace train::detail
@@ -897,8 +862,9 @@ class safetensors_file {
   std::uint64_t file_size() const { return map_size_; }
 
   /// Copies tensor `name` into `dest` (dest.size() must equal its element count),
-  /// converting: a floating-point T reads F64, F32, F16 and BF16; an integer T reads the
-  /// integer dtypes and BOOL, and every value must fit in T.
+  /// converting: a floating-point T (double, float, bf16, f16) reads F64, F32, F16 and BF16,
+  /// rounding to nearest even where T is narrower; an integer T reads the integer dtypes
+  /// and BOOL, and every value must fit in T.
   template <safetensors_element T>
   void read_as(std::string_view name, std::span<T> dest) const {
     namespace d = train::detail;
@@ -908,14 +874,13 @@ class safetensors_file {
       fail(what + " has " + std::to_string(t.element_count) + " elements (shape " +
            d::shape_string(t.shape) + ") but the destination holds " + std::to_string(dest.size()));
     const std::byte* p = t.bytes.data();
-    const std::size_t n = dest.size();
     const d::st_dtype code = d::find_st_dtype(t.dtype)->code;
-    if constexpr (std::floating_point<T>) {
+    if constexpr (safetensors_float<T>) {
       switch (code) {
-        case d::st_dtype::f64: for (std::size_t i = 0; i < n; ++i) dest[i] = static_cast<T>(d::load_le<double>(p + 8 * i)); return;
-        case d::st_dtype::f32: for (std::size_t i = 0; i < n; ++i) dest[i] = static_cast<T>(d::load_le<float>(p + 4 * i)); return;
-        case d::st_dtype::f16: for (std::size_t i = 0; i < n; ++i) dest[i] = static_cast<T>(d::f16_bits_to_float(d::load_le<std::uint16_t>(p + 2 * i))); return;
-        case d::st_dtype::bf16: for (std::size_t i = 0; i < n; ++i) dest[i] = static_cast<T>(d::bf16_bits_to_float(d::load_le<std::uint16_t>(p + 2 * i))); return;
+        case d::st_dtype::f64: copy_floats<T, double>(p, dest); return;
+        case d::st_dtype::f32: copy_floats<T, float>(p, dest); return;
+        case d::st_dtype::f16: copy_floats<T, f16>(p, dest); return;
+        case d::st_dtype::bf16: copy_floats<T, bf16>(p, dest); return;
         default:
           fail(what + " is " + t.dtype + "; read_as<" + std::string(d::element_type_name<T>()) +
                "> converts only from F64, F32, F16 and BF16");
@@ -962,6 +927,16 @@ class safetensors_file {
 
   [[noreturn]] void fail(const std::string& problem) const {
     throw checkpoint_error("weft::safetensors_file: " + train::detail::st_quote(path_) + ": " + problem + ".");
+  }
+
+  template <class T, class Source>
+  static void copy_floats(const std::byte* p, std::span<T> dest) {
+    if constexpr (std::same_as<T, Source>) {
+      if (!dest.empty()) std::memcpy(dest.data(), p, dest.size_bytes());  // same dtype: plain copy
+    } else {
+      for (std::size_t i = 0; i < dest.size(); ++i)
+        dest[i] = train::detail::convert_float<T>(train::detail::load_le<Source>(p + sizeof(Source) * i));
+    }
   }
 
   template <class T, class Source>

@@ -61,6 +61,7 @@ void gemm_fallback(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std
           for (std::size_t p = 0; p < kb; ++p) {
             const T av = alpha * a_at(i, p0 + p);
             const T* brow = packed + p * nb;  // (nb)
+#pragma omp simd
             for (std::size_t j = 0; j < nb; ++j) crow[j] += av * brow[j];
           }
         }

@@ -1,0 +1,8 @@
+#pragma once
+// weft/train: the training step, optimizer settings, data, checkpoints.
+#include "weft/train/checkpoint.hpp"     // save_checkpoint, load_checkpoint, save_weights, load_weights
+#include "weft/train/loader.hpp"         // text_corpus, token_file, split, batch_sampler, eval_batches
+#include "weft/train/optimizer.hpp"      // adamw, lr_schedule
+#include "weft/train/safetensors.hpp"    // safetensors_writer, safetensors_file
+#include "weft/train/tokenizer.hpp"      // byte_tokenizer
+#include "weft/train/training_step.hpp"  // training_step, train_options, step_metrics

@@ -1,0 +1,181 @@
+#pragma once
+// ---- checkpoints: safetensors with Hugging Face names, optimizer state and position alongside ----
+// A checkpoint is a directory:
+//   model.safetensors      the parameters, by their dotted names; for `gpt` models exactly
+//                          Hugging Face GPT-2's names and layouts (Conv1D weights as (in, out)),
+//                          so transformers' GPT2LMHeadModel.from_pretrained(dir) loads it
+//   config.json            the Hugging Face config for gpt models (model_type "gpt2")
+//   optimizer.safetensors  AdamW moments "m.<name>", "v.<name>" in weft's layout, and in its
+//                          metadata the step count and the data sampler's position
+// Resuming restores all of it, so the loss curve continues bit for bit.
+#include "weft/train/batch_sampler.hpp"     // sampler_state
+#include "weft/train/checkpoint_error.hpp"  // checkpoint_error
+#include "weft/train/safetensors.hpp"       // safetensors_writer, safetensors_file
+#include "weft/train/training_step.hpp"     // training_step
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace weft {
+
+/// Where training stands besides the tensors.
+struct checkpoint_state {
+  sampler_state sampler{};
+};
+
+namespace detail {
+template <class T>
+constexpr std::string_view st_dtype_name() {
+  if constexpr (sizeof(T) == 8) return "F64";
+  else return "F32";
+}
+
+// A short description of the model that must match on load.
+template <class Plan>
+std::string model_signature() {
+  using M = typename Plan::model;
+  return std::string(M::family) + " vocab=" + std::to_string(M::vocab_size) + " context=" +
+         std::to_string(M::context_length) + " width=" + std::to_string(M::width) + " heads=" +
+         std::to_string(M::heads) + " kv_heads=" + std::to_string(M::kv_heads) + " depth=" + std::to_string(M::depth) +
+         " ffn=" + std::to_string(M::ffn) + " params=" + std::to_string(Plan::param_count);
+}
+
+inline std::vector<std::int64_t> export_shape(const param_info& p) {
+  std::vector<std::int64_t> s(p.shape.begin(), p.shape.end());
+  if (p.export_as == export_layout::transposed && s.size() == 2) std::swap(s[0], s[1]);
+  return s;
+}
+
+template <class Plan>
+void write_hf_config(const std::filesystem::path& file) {
+  using M = typename Plan::model;
+  std::ofstream out(file);
+  if (std::string_view(M::family) == "gpt2") {
+    out << "{\n  \"model_type\": \"gpt2\",\n  \"architectures\": [\"GPT2LMHeadModel\"],\n"
+        << "  \"vocab_size\": " << M::vocab_size << ",\n  \"n_positions\": " << M::context_length
+        << ",\n  \"n_ctx\": " << M::context_length << ",\n  \"n_embd\": " << M::width << ",\n  \"n_layer\": " << M::depth
+        << ",\n  \"n_head\": " << M::heads << ",\n  \"n_inner\": " << M::ffn
+        << ",\n  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
+        << "  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"" << (sizeof(typename Plan::value_type) == 8 ? "float64" : "float32")
+        << "\"\n}\n";
+  } else {
+    out << "{\n  \"weft_model\": \"" << model_signature<Plan>() << "\"\n}\n";
+  }
+  if (!out) throw checkpoint_error("weft::save_checkpoint: cannot write " + file.string());
+}
+}  // namespace detail
+
+/// Writes the parameters alone to one safetensors file (Hugging Face names and layouts).
+template <class Plan>
+void save_weights(const training_step<Plan>& st, const std::filesystem::path& file) {
+  using T = typename Plan::value_type;
+  safetensors_writer w;
+  for (const param_info& p : st.parameter_infos()) {
+    const T* src = st.params().data() + p.offset;
+    if (p.export_as == export_layout::transposed && p.shape.size() == 2) {
+      const std::size_t rows = p.shape[0], cols = p.shape[1];  // weft (out, in) -> file (in, out)
+      w.add(p.name, detail::st_dtype_name<T>(), detail::export_shape(p), [src, rows, cols](safetensors_sink& sink) {
+        std::vector<T> line(rows);
+        for (std::size_t c = 0; c < cols; ++c) {
+          for (std::size_t r = 0; r < rows; ++r) line[r] = src[r * cols + c];
+          sink.write(std::span<const T>(line));
+        }
+      });
+    } else {
+      w.add(p.name, detail::st_dtype_name<T>(), detail::export_shape(p), src, p.size * sizeof(T));
+    }
+  }
+  w.set_metadata("format", "pt");  // what transformers expects of a PyTorch-layout file
+  w.set_metadata("weft_model", detail::model_signature<Plan>());
+  w.write(file);
+}
+
+/// Reads parameters from a safetensors file written by weft or by PyTorch/transformers
+/// (a "transformer." prefix is accepted; GPT-2's attention-mask buffers are ignored).
+/// Every parameter must be present with its shape; F32, F64, F16 and BF16 are converted.
+template <class Plan>
+void load_weights(training_step<Plan>& st, const std::filesystem::path& file) {
+  using T = typename Plan::value_type;
+  const safetensors_file f = safetensors_file::open(file);
+  std::vector<T> tmp;
+  for (const param_info& p : st.parameter_infos()) {
+    std::string name = p.name;
+    if (!f.contains(name) && f.contains("transformer." + name)) name = "transformer." + name;
+    if (!f.contains(name))
+      throw checkpoint_error("weft::load_weights: " + file.string() + " has no tensor '" + p.name +
+                             "'; it was saved for another model (this one: " + detail::model_signature<Plan>() + ")");
+    const auto& info = f.info(name);
+    if (info.shape != detail::export_shape(p))
+      throw checkpoint_error("weft::load_weights: " + file.string() + ": tensor '" + name + "' has shape " +
+                             train::detail::shape_string(info.shape) + ", this model needs " +
+                             train::detail::shape_string(detail::export_shape(p)));
+    T* dst = st.params().data() + p.offset;
+    if (p.export_as == export_layout::transposed && p.shape.size() == 2) {
+      tmp.resize(p.size);
+      f.read_as(name, std::span<T>(tmp));
+      const std::size_t rows = p.shape[0], cols = p.shape[1];  // file (in=cols, out=rows)
+      for (std::size_t c = 0; c < cols; ++c)
+        for (std::size_t r = 0; r < rows; ++r) dst[r * cols + c] = tmp[c * rows + r];
+    } else {
+      f.read_as(name, std::span<T>(dst, p.size));
+    }
+  }
+}
+
+/// Saves parameters, config, optimizer state and position into directory `dir` (created).
+template <class Plan>
+void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path& dir, const checkpoint_state& cs = {}) {
+  using T = typename Plan::value_type;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw checkpoint_error("weft::save_checkpoint: cannot create " + dir.string() + " (" + ec.message() + ")");
+  save_weights(st, dir / "model.safetensors");
+  detail::write_hf_config<Plan>(dir / "config.json");
+  safetensors_writer w;
+  for (const param_info& p : st.parameter_infos()) {
+    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
+    w.add("m." + p.name, detail::st_dtype_name<T>(), shape, st.adam_m().data() + p.offset, p.size * sizeof(T));
+    w.add("v." + p.name, detail::st_dtype_name<T>(), shape, st.adam_v().data() + p.offset, p.size * sizeof(T));
+  }
+  w.set_metadata("weft_model", detail::model_signature<Plan>());
+  w.set_metadata("step", std::to_string(st.step_count()));
+  w.set_metadata("sampler_seed", std::to_string(cs.sampler.seed));
+  w.set_metadata("sampler_step", std::to_string(cs.sampler.step));
+  w.write(dir / "optimizer.safetensors");
+}
+
+/// Restores what save_checkpoint wrote; returns the saved position for the data sampler.
+template <class Plan>
+checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem::path& dir) {
+  using T = typename Plan::value_type;
+  if (!std::filesystem::is_directory(dir))
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " is not a checkpoint directory");
+  const safetensors_file opt = safetensors_file::open(dir / "optimizer.safetensors");
+  const auto& md = opt.metadata();
+  auto get = [&](const std::string& key) -> std::string {
+    const auto it = md.find(key);
+    if (it == md.end())
+      throw checkpoint_error("weft::load_checkpoint: " + (dir / "optimizer.safetensors").string() + " lacks metadata '" + key + "'");
+    return it->second;
+  };
+  if (get("weft_model") != detail::model_signature<Plan>())
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " holds a different model (" + get("weft_model") +
+                           "); this program trains " + detail::model_signature<Plan>());
+  load_weights(st, dir / "model.safetensors");
+  for (const param_info& p : st.parameter_infos()) {
+    opt.read_as("m." + p.name, std::span<T>(st.adam_m().data() + p.offset, p.size));
+    opt.read_as("v." + p.name, std::span<T>(st.adam_v().data() + p.offset, p.size));
+  }
+  st.set_step_count(std::stoull(get("step")));
+  checkpoint_state cs;
+  cs.sampler.seed = std::stoull(get("sampler_seed"));
+  cs.sampler.step = std::stoull(get("sampler_step"));
+  return cs;
+}
+
+}  // namespace weft

@@ -1,0 +1,5 @@
+// expect: weft::llama_config: heads is not divisible by kv_heads
+#include "weft/model/llama.hpp"
+using m = weft::llama<weft::llama_config<weft::vocab<16>, weft::context<8>, weft::width<12>, weft::heads<6>,
+                                         weft::kv_heads<4>, weft::depth<1>>>;
+static_assert(m::param_count > 0);

@@ -1,0 +1,53 @@
+# Runs one failing MPI job and checks that it failed the right way:
+#   exit status != 0 (and == EXPECT_RC when given), the output matches EXPECT (a regex),
+#   at most MAX_LINES lines start with "weft[rank" (when given), within MAX_SECONDS.
+# Usage (see CMakeLists.txt here):
+#   cmake -DMPIEXEC=... -DNP_FLAG=-np -DNP=4 "-DPREFLAGS=a|b" "-DPOSTFLAGS=" -DEXE=... -DMODE=...
+#         -DEXPECT=regex [-DEXPECT_RC=3] [-DMAX_LINES=1] -DMAX_SECONDS=20 -P expect_failure.cmake
+# PREFLAGS/POSTFLAGS use | between arguments (a ; would split the add_test command).
+cmake_minimum_required(VERSION 3.25)
+
+foreach(var MPIEXEC NP_FLAG NP EXE MODE EXPECT MAX_SECONDS)
+  if(NOT DEFINED ${var})
+    message(FATAL_ERROR "expect_failure.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+string(REPLACE "|" ";" pre "${PREFLAGS}")
+string(REPLACE "|" ";" post "${POSTFLAGS}")
+
+math(EXPR kill_after "${MAX_SECONDS} + 10")  # a hang still ends, and is reported as one
+string(TIMESTAMP t0 "%s")
+execute_process(
+  COMMAND ${MPIEXEC} ${NP_FLAG} ${NP} ${pre} ${EXE} ${post} ${MODE}
+  RESULT_VARIABLE rc
+  OUTPUT_VARIABLE out
+  ERROR_VARIABLE err
+  TIMEOUT ${kill_after})
+string(TIMESTAMP t1 "%s")
+math(EXPR seconds "${t1} - ${t0}")
+set(all "${out}${err}")
+set(report "mode ${MODE}, np ${NP}: exit status '${rc}' after ${seconds} s; output:\n${all}")
+
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "the job did not end by itself (${rc}) — ${report}")
+endif()
+if(rc EQUAL 0)
+  message(FATAL_ERROR "the job exited 0 but must fail — ${report}")
+endif()
+if(DEFINED EXPECT_RC AND NOT rc EQUAL EXPECT_RC)
+  message(FATAL_ERROR "expected exit status ${EXPECT_RC} — ${report}")
+endif()
+if(seconds GREATER_EQUAL MAX_SECONDS)
+  message(FATAL_ERROR "the job took ${seconds} s, limit ${MAX_SECONDS} s — ${report}")
+endif()
+if(NOT all MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the output does not match '${EXPECT}' — ${report}")
+endif()
+if(DEFINED MAX_LINES)
+  string(REGEX MATCHALL "weft\\[rank [0-9]+/[0-9]+\\]:" lines "${all}")
+  list(LENGTH lines count)
+  if(count GREATER MAX_LINES)
+    message(FATAL_ERROR "${count} weft error lines, at most ${MAX_LINES} expected — ${report}")
+  endif()
+endif()
+message(STATUS "ok: ${MODE} failed with status ${rc} in ${seconds} s")

@@ -1,0 +1,100 @@
+// Compile-only: gpt and llama are layers and language models, their widths chain, and their
+// parameter, kept and workspace counts equal hand-derived expressions.
+#include <weft/model.hpp>
+#include <weft/parallel/plan.hpp>
+
+#include <cstddef>
+
+namespace {
+
+using namespace weft;
+
+// ---- tiny configurations ----
+constexpr std::size_t V = 13, T = 8, C = 8, H = 2, KVH = 1, L = 2, D = C / H;
+using tiny_gpt = gpt<gpt_config<vocab<V>, context<T>, width<C>, heads<H>, depth<L>>>;
+using tiny_llama = llama<llama_config<vocab<V>, context<T>, width<C>, heads<H>, kv_heads<KVH>, depth<L>>>;
+using ffn_llama = llama<llama_config<vocab<V>, context<T>, width<C>, heads<H>, depth<L>, ffn<20>>>;
+
+// ---- concepts ----
+static_assert(layer<tiny_gpt> && language_model<tiny_gpt>);
+static_assert(layer<tiny_llama> && language_model<tiny_llama>);
+static_assert(layer<ffn_llama> && language_model<ffn_llama>);
+// Every building block is a layer; a plain struct is not.
+static_assert(layer<layernorm<C>> && layer<rmsnorm<C>> && layer<linear<C, C>> && layer<gelu<C>> && layer<swiglu<C>>);
+static_assert(layer<token_embedding<V, C>> && layer<positional_embedding<T, C>> && layer<lm_head<V, C>>);
+static_assert(layer<causal_attention<H, KVH, D, rope>> && layer<attention<C, H>> && layer<gelu_mlp<C, 4 * C>>);
+static_assert(layer<swiglu_mlp<C, 16>> && layer<named<"x", linear<C, C>>> && layer<residual<linear<C, C>>>);
+static_assert(layer<repeat<3, linear<C, C>>> && layer<sequential<linear<C, 4>, gelu<4>>>);
+struct not_a_layer {};
+static_assert(!layer<not_a_layer>);
+// A single layer is not a language model (no vocabulary, depth, ...).
+static_assert(!language_model<linear<C, C>>);
+static_assert(!language_model<sequential<named<"wte", token_embedding<V, C>>, lm_head<V, C>>>);
+
+// ---- model facts ----
+static_assert(tiny_gpt::vocab_size == V && tiny_gpt::context_length == T && tiny_gpt::width == C);
+static_assert(tiny_gpt::heads == H && tiny_gpt::kv_heads == H && tiny_gpt::depth == L && tiny_gpt::ffn == 4 * C);
+static_assert(tiny_llama::kv_heads == KVH && tiny_llama::ffn == 64);  // 8/3·8 = 21.3, rounded up to 64
+static_assert(ffn_llama::kv_heads == H && ffn_llama::ffn == 20);      // defaults: kv_heads = heads
+
+// ---- widths chain: ids -> (width) ... -> (vocab) ----
+static_assert(tiny_gpt::in_width == 0 && tiny_gpt::out_width == V);
+static_assert(tiny_llama::in_width == 0 && tiny_llama::out_width == V);
+using gpt_children = detail::gpt_body<tiny_gpt::config>;
+static_assert(gpt_children::n == 5);
+static_assert(gpt_children::out_widths[0] == C && gpt_children::in_widths[1] == C);  // wte -> wpe
+static_assert(gpt_children::out_widths[1] == C && gpt_children::in_widths[2] == C);  // wpe -> h
+static_assert(gpt_children::out_widths[2] == C && gpt_children::in_widths[3] == C);  // h -> ln_f
+static_assert(gpt_children::out_widths[3] == C && gpt_children::in_widths[4] == C);  // ln_f -> head
+using gpt_attn = attention<C, H>;
+static_assert(gpt_attn::in_widths[1] == 3 * C && gpt_attn::out_widths[1] == C);  // packed q,k,v -> heads
+using llama_attn = attention<C, H, KVH, rope, false>;
+static_assert(llama_attn::in_widths[1] == (H + 2 * KVH) * D && llama_attn::out_widths[1] == H * D);
+static_assert(swiglu_mlp<C, 64>::in_widths[1] == 2 * 64 && swiglu_mlp<C, 64>::out_widths[1] == 64);
+
+// ---- parameter counts, by hand ----
+constexpr std::size_t gpt_block_params = (2 * C)                      // ln_1
+                                         + (C * 3 * C + 3 * C)        // attn.c_attn
+                                         + (C * C + C)                // attn.c_proj
+                                         + (2 * C)                    // ln_2
+                                         + (C * 4 * C + 4 * C)        // mlp.c_fc
+                                         + (4 * C * C + C);           // mlp.c_proj
+static_assert(gpt_block_params == 12 * C * C + 13 * C);
+static_assert(tiny_gpt::param_count == V * C + T * C + L * gpt_block_params + 2 * C);  // head tied: no extra
+static_assert(tiny_gpt::lookup_param_count == T * C);
+
+constexpr std::size_t llama_block_params(std::size_t F, std::size_t kvh) {
+  return C                          // ln_1 (rmsnorm: gain only)
+         + C * (H + 2 * kvh) * D    // attn.c_attn, no bias
+         + H * D * C                // attn.c_proj
+         + C                        // ln_2
+         + C * 2 * F                // mlp.gate_up
+         + F * C;                   // mlp.down
+}
+static_assert(tiny_llama::param_count == V * C + L * llama_block_params(64, KVH) + C + V * C);  // untied head
+static_assert(ffn_llama::param_count == V * C + L * llama_block_params(20, H) + C + V * C);
+static_assert(tiny_llama::lookup_param_count == V * C);
+
+// ---- leaf and composition counts ----
+static_assert(linear<C, 6>::param_count == 6 * C + 6 && linear<C, 6, role::row, false>::param_count == 6 * C);
+static_assert(lm_head<V, C>::param_count == V * C && lm_head<V, C, tied<"wte.weight">>::param_count == 0);
+static_assert(repeat<3, linear<C, C>>::param_count == 3 * (C * C + C));
+static_assert(layernorm<C>::kept_count<2, 3> == 2 * 6 && rmsnorm<C>::kept_count<2, 3> == 6);
+static_assert(causal_attention<H, KVH, D, no_rope>::kept_count<2, 3> == 2 * H * 3 * 3);
+static_assert(causal_attention<H, KVH, D, rope>::kept_count<2, 3> == 2 * H * 3 * 3 + 6 * (H + 2 * KVH) * D);
+// sequential keeps its children's activations and the inputs of children 1..n-1.
+static_assert(sequential<linear<C, 12>, gelu<12>, linear<12, 4>>::kept_count<2, 3> == 6 * 12 + 6 * 12);
+// repeat keeps N copies' activations and the inputs of copies 1..N-1.
+static_assert(repeat<3, layernorm<C>>::kept_count<2, 3> == 3 * 12 + 2 * 6 * C);
+
+// ---- the plan over them ----
+using gpt_plan = plan<tiny_gpt, batch<micro<2>, seq<T>>, precision<double>>;
+static_assert(gpt_plan::param_count == tiny_gpt::param_count && gpt_plan::rows == 2 * T);
+static_assert(gpt_plan::vocab_size == V && gpt_plan::logits_count == 2 * T * V);
+static_assert(gpt_plan::offsets[gpt_plan::params] == 0 && gpt_plan::offsets[gpt_plan::grads] % 64 == 0);
+static_assert(gpt_plan::param_offset_bytes("wpe.weight") == V * C * sizeof(double));
+static_assert(gpt_plan::param_offset_bytes("no.such.param") == npos_param);
+using budget_plan = plan<tiny_llama, batch<micro<1>, seq<T>>, memory_budget<1_MiB>>;  // fits easily
+static_assert(budget_plan::bytes_per_rank <= 1_MiB && budget_plan::budget == 1_MiB);
+
+}  // namespace
