@@ -1,7 +1,10 @@
 // bench_comm: bus bandwidth of all_reduce, reduce_scatter and all_gather through weft's
 // mpi_communicator next to the raw MPI calls on the same buffers, in the same run.
 //
-//   mpirun -np 4 bench_comm [--dtype f32|f64] [--min-bytes 1K] [--max-bytes 64M]
+//   mpirun -np 4 bench_comm [--dtype f32|f64] [--min-bytes 1K] [--max-bytes 64M] [--budget 64M]
+//
+// --budget: bytes moved per timed loop (iterations = budget / size, 3..1000); raise it on
+// a quiet machine for steadier numbers, lower it on a busy one.
 //
 // Definitions follow NCCL-tests: `size` is the full buffer (all_reduce: the buffer;
 // reduce_scatter: the input of size() blocks; all_gather: the output of size() blocks),
@@ -9,7 +12,8 @@
 // reduce_scatter and all_gather. Time is the slowest rank's, per call, best of a few
 // rounds in which raw and weft alternate so that drift hits both alike.
 // weft/raw is the ratio of bus bandwidths: 1.00 means no overhead.
-#include "weft/comm/mpi.hpp"  // mpi_communicator, mpi::world, reduce_op
+#include "weft/comm/check.hpp"  // collective_check
+#include "weft/comm/mpi.hpp"    // mpi_communicator, mpi::world, reduce_op
 
 #include <mpi.h>
 
@@ -21,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 using namespace weft;
@@ -31,6 +36,7 @@ struct options {
   std::string dtype = "f32";
   std::size_t min_bytes = std::size_t{1} << 10;
   std::size_t max_bytes = std::size_t{64} << 20;
+  std::size_t budget = std::size_t{64} << 20;
 };
 
 // "64M", "1K", "4096"
@@ -43,10 +49,15 @@ std::size_t parse_bytes(std::string_view text) {
   return std::strtoull(std::string(text).c_str(), nullptr, 10) * scale;
 }
 
+// "64 MiB"; sizes rounded to whole blocks per rank show a decimal: "4.0 MiB"
 std::string show_bytes(std::size_t bytes) {
-  if (bytes >= (1u << 20)) return std::to_string(bytes >> 20) + " MiB";
-  if (bytes >= (1u << 10)) return std::to_string(bytes >> 10) + " KiB";
-  return std::to_string(bytes) + " B";
+  const auto [scale, unit] = bytes >= (1u << 20) ? std::pair{std::size_t{1} << 20, "MiB"}
+                             : bytes >= (1u << 10) ? std::pair{std::size_t{1} << 10, "KiB"}
+                                                   : std::pair{std::size_t{1}, "B"};
+  char text[32];
+  if (bytes % scale == 0) std::snprintf(text, sizeof text, "%zu %s", bytes / scale, unit);
+  else std::snprintf(text, sizeof text, "%.1f %s", static_cast<double>(bytes) / scale, unit);
+  return text;
 }
 
 // Seconds per call of `call`, the slowest rank's, best of `rounds` timed loops.
@@ -65,9 +76,9 @@ struct result {
 };
 
 template <class Raw, class Weft>
-result compare(MPI_Comm comm, std::size_t bytes, Raw&& raw, Weft&& weft) {
-  // about 256 MiB moved per timed loop: many calls for small sizes, a few for large ones
-  const int iters = static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes, 3, 1000));
+result compare(MPI_Comm comm, std::size_t bytes, std::size_t budget, Raw&& raw, Weft&& weft) {
+  // many calls for small sizes, a few for large ones
+  const int iters = static_cast<int>(std::clamp<std::size_t>(budget / bytes, 3, 1000));
   seconds_per_call(comm, 2, raw);  // warm-up: connections, page faults
   seconds_per_call(comm, 2, weft);
   result best;
@@ -108,17 +119,17 @@ void run(mpi_communicator& world, const options& opt) {
     const int c = static_cast<int>(count), b = static_cast<int>(block);
 
     auto ar = compare(
-        comm, full, [&] { MPI_Allreduce(MPI_IN_PLACE, whole.data(), c, type, MPI_SUM, comm); },
+        comm, full, opt.budget, [&] { MPI_Allreduce(MPI_IN_PLACE, whole.data(), c, type, MPI_SUM, comm); },
         [&] { world.all_reduce(whole, reduce_op::sum); });
     if (print) print_row("all_reduce", full, count, all_reduce_factor, ar);
 
     auto rs = compare(
-        comm, full, [&] { MPI_Reduce_scatter_block(whole.data(), part.data(), b, type, MPI_SUM, comm); },
+        comm, full, opt.budget, [&] { MPI_Reduce_scatter_block(whole.data(), part.data(), b, type, MPI_SUM, comm); },
         [&] { world.reduce_scatter(whole, part); });
     if (print) print_row("reduce_scatter", full, count, scatter_gather_factor, rs);
 
     auto ag = compare(
-        comm, full, [&] { MPI_Allgather(part.data(), b, type, whole.data(), b, type, comm); },
+        comm, full, opt.budget, [&] { MPI_Allgather(part.data(), b, type, whole.data(), b, type, comm); },
         [&] { world.all_gather(part, whole); });
     if (print) print_row("all_gather", full, count, scatter_gather_factor, ag);
   }
@@ -129,18 +140,24 @@ void run(mpi_communicator& world, const options& opt) {
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
   options opt;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string error;
+  for (int i = 1; i < argc; i += 2) {
     const std::string_view flag = argv[i];
-    if (flag == "--dtype") opt.dtype = argv[i + 1];
-    else if (flag == "--min-bytes") opt.min_bytes = parse_bytes(argv[i + 1]);
-    else if (flag == "--max-bytes") opt.max_bytes = parse_bytes(argv[i + 1]);
-    else world.abort(2, "bench_comm: unknown flag " + std::string(flag) +
-                            ". Use --dtype f32|f64, --min-bytes N[K|M|G], --max-bytes N[K|M|G].");
+    const char* value = i + 1 < argc ? argv[i + 1] : "";
+    if (flag == "--dtype") opt.dtype = value;
+    else if (flag == "--min-bytes") opt.min_bytes = parse_bytes(value);
+    else if (flag == "--max-bytes") opt.max_bytes = parse_bytes(value);
+    else if (flag == "--budget") opt.budget = parse_bytes(value);
+    else error = "bench_comm: unknown flag " + std::string(flag) + ".";
   }
-  if (opt.min_bytes == 0 || opt.min_bytes > opt.max_bytes)
-    world.abort(2, "bench_comm: need 0 < --min-bytes <= --max-bytes.");
+  if (opt.min_bytes == 0 || opt.min_bytes > opt.max_bytes || opt.budget == 0)
+    error = "bench_comm: need 0 < --min-bytes <= --max-bytes and --budget > 0.";
+  if (opt.dtype != "f32" && opt.dtype != "f64") error = "bench_comm: --dtype must be f32 or f64.";
+  // every rank parses the same arguments: one line, from rank 0
+  collective_check(world, error.empty(),
+                   error + " Usage: bench_comm [--dtype f32|f64] [--min-bytes N[K|M|G]] "
+                           "[--max-bytes N[K|M|G]] [--budget N[K|M|G]]", 2);
   if (opt.dtype == "f32") run<float>(world, opt);
-  else if (opt.dtype == "f64") run<double>(world, opt);
-  else world.abort(2, "bench_comm: --dtype must be f32 or f64.");
+  else run<double>(world, opt);
   return 0;
 }

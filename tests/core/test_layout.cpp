@@ -232,3 +232,29 @@ TEST_CASE("divide: a named mapping as (grid of tiles) + (inside a tile)", "[core
   check.template operator()<strided<16, 2>::mapping<rows_cols>>();
   check.template operator()<tiled<shape<axis<"rows", 3>, axis<"cols", 2>>>::mapping<rows_cols>>();
 }
+
+TEST_CASE("layouts: the documented example", "[core][layout]") {
+  // example-begin layouts-basics
+  using tile = shape<axis<"rows", 64>, axis<"cols", 128>>;  // (rows, cols)
+  using rm = row_major::mapping<tile>;                      // offset = 128 r + c
+  using cm = column_major::mapping<tile>;                   // offset = r + 64 c
+  using padded = strided<136, 1>::mapping<tile>;            // rows padded to 136 elements
+  using blocked = tiled<shape<axis<"rows", 16>, axis<"cols", 32>>>::mapping<tile>;  // 16 x 32 blocks
+
+  static_assert(rm{}(2, 5) == 261 && cm{}(2, 5) == 322 && padded{}(2, 5) == 277);
+  static_assert(rm{}(at<"cols">(5), at<"rows">(2)) == 261);    // named, any order
+  static_assert(padded::size == 8192 && padded::cosize == 63 * 136 + 128 && !padded::is_contiguous);
+  static_assert(blocked{}(17, 33) == (1 * 4 + 1) * 512 + 1 * 32 + 1);  // block (1, 1), then (1, 1) inside
+  static_assert(blocked::is_contiguous);
+
+  // Cut the row-major tile into 16 x 32 blocks: offset = grid(block) + tile(inside).
+  using cut = divide<rm, shape<axis<"rows", 16>, axis<"cols", 32>>>;
+  static_assert(cut::grid_mapping{}(1, 1) + cut::tile_mapping{}(1, 1) == rm{}(17, 33));
+
+  // The algebra on bare layouts: R(i) == A(B(i)).
+  using a = layout<mode<4, 1>, mode<6, 8>>;               // a 4 x 6 column-major block, columns 8 apart
+  using transposed = compose_t<a, layout<mode<6, 4>, mode<4, 1>>>;
+  static_assert(transposed{}(5, 3) == a{}(3, 5));
+  // example-end layouts-basics
+  CHECK(blocked{}(63, 127) == 8191);
+}

@@ -221,6 +221,9 @@ TEST_CASE("gpt-2 124M: find_param is a compile-time offset by path", "[model][gp
   static_assert(gpt2_124m::find_param("wte") == npos_param);
   static_assert(gpt2_124m::find_param("h.x.ln_1.weight") == npos_param);
   static_assert(gpt2_124m::find_param("") == npos_param);
+  static_assert(gpt2_124m::find_param("h.01.ln_1.weight") == npos_param);  // not how visit_params spells it
+  static_assert(gpt2_124m::find_param("h.18446744073709551617.ln_1.weight") == npos_param);  // 2^64 + 1
+  static_assert(gpt2_124m::find_param("h..ln_1.weight") == npos_param);
   SUCCEED();
 }
 

@@ -44,6 +44,14 @@ int run(int argc, char** argv, std::string_view mode) {
   } else if (mode == "size_mismatch") {  // a weft argument check on one rank
     std::vector<float> in(4), out(me == culprit ? 5 : 4 * world.size());
     world.all_gather(in, out);
+  } else if (mode == "short_message") {  // a receive gets fewer elements than it asked for
+    if (me == 0) {
+      const float three[3] = {1, 2, 3};
+      world.send(three, culprit, 9);
+    } else if (me == culprit) {
+      float four[4];
+      world.recv(four, 0, 9);
+    }
   } else if (mode == "exit_early") {  // std::exit without MPI_Finalize
     if (me == culprit) std::exit(3);
   } else if (mode == "return_early") {  // leaves main normally: the world's destructor runs

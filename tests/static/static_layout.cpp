@@ -40,6 +40,8 @@ using hier = layout<layout<mode<2, 1>, mode<2, 4>>, mode<2, 2>>;
 static_assert(hier{}(3, 1) == 1 + 4 + 2 && hier{}(3 + 4 * 1) == hier{}(3, 1));
 static_assert(hier::size == 8 && hier::cosize == 8 && hier::is_contiguous);
 static_assert(layout<>::size == 1 && layout<>{}() == 0);
+using tiles_2x2 = layout<layout<mode<2, 2>, mode<2, 8>>, layout<mode<2, 1>, mode<2, 4>>>;  // layout.hpp's example
+static_assert(tiles_2x2{}(2, 3) == 8 + 4 + 1 && tiles_2x2::is_contiguous);
 
 // ---- algebra ----
 static_assert(std::is_same_v<coalesce_t<layout<mode<2, 1>, mode<3, 2>>>, layout<mode<6, 1>>>);

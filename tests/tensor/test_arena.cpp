@@ -135,3 +135,22 @@ TEST_CASE("place_blocks: each block at the next offset that suits both alignment
   STATIC_REQUIRE(align_up(65, 64) == 128);
   STATIC_REQUIRE(is_power_of_two(64) && !is_power_of_two(48) && !is_power_of_two(0));
 }
+
+TEST_CASE("arena: the documented example", "[tensor][arena]") {
+  // example-begin arena-basics
+  using gpt_params = arena_layout<buffer<"wte", f32, shape<axis<"vocab", 512>, axis<"width", 64>>>,
+                                  buffer<"wpe", f32, shape<axis<"ctx", 128>, axis<"width", 64>>>,
+                                  buffer<"ln.w", bf16, shape<axis<"width", 64>>>>;
+  static_assert(gpt_params::offset_of<"wpe"> == 512 * 64 * 4);   // right after wte (already 64-aligned)
+  static_assert(gpt_params::offset_of<"ln.w"> % 64 == 0);
+  static_assert(gpt_params::bytes == 512 * 64 * 4 + 128 * 64 * 4 + 128);  // 64 bf16 = 128 bytes
+
+  arena<gpt_params> params;        // one aligned, zero-filled allocation
+  auto wte = params.get<"wte">();  // (vocab, width) view at offset 0
+  auto ln = params.get<"ln.w">();  // (width) view
+  wte(3, 7) = 0.5f;
+  ln(0) = bf16(1.0f);
+  // example-end arena-basics
+  CHECK(reinterpret_cast<float*>(params.data())[3 * 64 + 7] == 0.5f);
+  CHECK(reinterpret_cast<bf16*>(params.data() + gpt_params::offset_of<"ln.w">)[0] == bf16(1.0f));
+}

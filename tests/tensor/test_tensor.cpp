@@ -130,11 +130,31 @@ TEST_CASE("tensor: device tensors carry their space; unnamed() keeps only intege
   STATIC_REQUIRE(!host_accessible_space<device_space>);
   STATIC_REQUIRE(host_accessible_space<host_space>);
   // Slicing and tiling compute pointers only; they are fine on the host.
-  float* fake = reinterpret_cast<float*>(std::size_t{4096});
+  std::array<float, 48> stand_in{};  // host memory standing in for a device allocation
+  float* fake = stand_in.data();
   dev d{fake};
   CHECK(d.slice(2).data() == fake + 16);
   CHECK(d.tile<shape<axis<"cols", 4>>>(1).data() == fake + 4);
   auto u = d.unnamed();
   STATIC_REQUIRE(std::is_same_v<decltype(u), tensor<float, dev::mapping_type::layout_type, device_space>>);
   CHECK(u.data() == fake);
+}
+
+TEST_CASE("tensor: the documented example", "[tensor]") {
+  // example-begin tensor-basics
+  using bsw = shape<axis<"batch", 2>, axis<"seq", 3>, axis<"width", 4>>;
+  std::vector<float> memory(2 * 3 * 4);
+  auto x = make_tensor<bsw>(memory.data());  // (batch, seq, width), row-major, host memory
+
+  x(1, 2, 3) = 1.f;                                       // memory[23]
+  x(at<"width">(0), at<"batch">(1), at<"seq">(0)) = 2.f;  // memory[12]
+  auto seq = x.slice(1);                                  // (seq, width) of batch 1
+  auto col = x.slice<"width">(3);                         // (batch, seq) at width 3
+  auto half = x.tile<shape<axis<"width", 2>>>(1);         // (batch, seq, width/2): widths 2..3
+  CHECK(seq(2, 3) == 1.f);
+  CHECK(col(1, 2) == 1.f);
+  CHECK(half(1, 2, 1) == 1.f);
+  CHECK(memory[12] == 2.f);
+  static_assert(decltype(half)::size_of<"width"> == 2);
+  // example-end tensor-basics
 }

@@ -186,8 +186,13 @@ TEST_CASE("round trip of tensors of several dtypes, with metadata", "[train][saf
       .add("empty", "F32", {0, 4}, nullptr, 0)
       .add("transposed", "F32", {3, 2},
            [&](safetensors_sink& out) {
-             for (int c = 0; c < 3; ++c)
-               for (int r = 0; r < 2; ++r) out.write(w23[static_cast<std::size_t>(r * 3 + c)]);
+             std::vector<float> line(2);  // one row of the (3, 2) result
+             for (std::size_t c = 0; c < 3; ++c) {
+               for (std::size_t r = 0; r < 2; ++r) line[r] = w23[r * 3 + c];
+               if (c == 0) out.write(std::span<const float>(line));  // every way to pass a row
+               if (c == 1) out.write(std::span<float>(line));
+               if (c == 2) out.write(line);
+             }
            })
       .add("bf16", "BF16", {4},  // converted while writing
            [&](safetensors_sink& out) {

@@ -3,14 +3,14 @@
 // Needs the `weft::mpi` CMake target (Boost::mpi, Boost::serialization, MPI::MPI_CXX).
 //
 // What goes where, and why:
-// * Boost.MPI owns the environment (init/finalize), communicator handles, split, and the
-//   point-to-point calls: for arrays of a type with a native MPI datatype (static_assert'ed
-//   below) they are a direct MPI_Send/Recv/Isend/Irecv, no serialisation.
-// * The collectives call MPI on the raw MPI_Comm with native datatypes: Boost.MPI 1.74 has
-//   no reduce_scatter, its in-place all_reduce forms a `const T&` from MPI_IN_PLACE (a
-//   misaligned reference, flagged by -fsanitize=alignment), and it routes a sum over
-//   uint8_t through a user-defined MPI_Op. The raw calls are the very ones a hand-written
-//   MPI program makes (bench_comm measures weft against them).
+// * Boost.MPI owns the environment (init/finalize) and the communicator handles (split,
+//   freeing). Data moves through MPI calls on the raw MPI_Comm with native datatypes
+//   (MPI_FLOAT ... MPI_UINT8_T), never through Boost serialisation: Boost.MPI 1.74 has no
+//   reduce_scatter; its in-place all_reduce binds a `const T&` to MPI_IN_PLACE and its
+//   array send/recv bind `*values` even for empty arrays (UB, flagged by
+//   -fsanitize=undefined); a sum over uint8_t goes through a user-defined MPI_Op; and each
+//   of its requests allocates. The raw calls are the very ones a hand-written MPI program
+//   makes (bench_comm measures weft against them).
 // * Errors end the job, never hang it: MPI_ERRORS_ARE_FATAL on the world (Boost sets
 //   MPI_ERRORS_RETURN, whose exceptions could leave one rank unwinding while the others
 //   wait), weft's own argument checks call `abort` (one line, MPI_Abort), and the world
@@ -19,8 +19,6 @@
 
 #include <boost/mpi/communicator.hpp>
 #include <boost/mpi/environment.hpp>
-#include <boost/mpi/request.hpp>
-#include <boost/mpi/status.hpp>
 #include <mpi.h>
 
 #include <chrono>
@@ -100,6 +98,28 @@ inline MPI_Op mpi_op(reduce_op op) { return op == reduce_op::sum ? MPI_SUM : MPI
   mpi_abort(1, "weft::mpi::world: " + what + "; ending the job.");
 }
 
+// A failed MPI call ends the job. Under weft's world MPI_ERRORS_ARE_FATAL already does
+// that inside MPI; this covers a communicator wrapped from code that set MPI_ERRORS_RETURN.
+inline void mpi_check(int rc, const char* op) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(rc, text, &length);
+  mpi_abort(1, std::string("weft::mpi_communicator::") + op + ": MPI error: " + std::string(text, length));
+}
+
+// A receive must get exactly the count it asked for (MPI itself only rejects longer messages).
+inline void check_received(const char* op, const MPI_Status& status, MPI_Datatype type, int expected) {
+  if (expected < 0) return;  // a send
+  int got = 0;
+  MPI_Get_count(&status, type, &got);
+  if (got != expected)
+    mpi_abort(1, std::string("weft::mpi_communicator::") + op + ": got " +
+                     (got == MPI_UNDEFINED ? std::string("a partial element") : std::to_string(got) + " elements") +
+                     " from rank " + std::to_string(status.MPI_SOURCE) + " (tag " + std::to_string(status.MPI_TAG) +
+                     ") but expected " + std::to_string(expected) + ". Send and receive the same type and count.");
+}
+
 // ---- the process's MPI session: environment, error policy, guarded shutdown ----
 class mpi_session {
  public:
@@ -172,23 +192,19 @@ mpi_communicator world(int& argc, char**& argv, world_options options = {});
 /// Satisfies `communicator`. Get the world from `mpi::world(argc, argv)`.
 class mpi_communicator {
  public:
-  /// Non-blocking operation handle (move-only). Destroying an incomplete request waits for
-  /// it, so a buffer is never freed under a transfer in flight.
+  /// Non-blocking operation handle (move-only, owns one MPI_Request). Destroying an
+  /// incomplete request waits for it, so a buffer is never freed under a transfer in flight.
   class request {
    public:
     request() = default;
     request(request&& other) noexcept
-        : req_(std::move(other.req_)),
-          active_(std::exchange(other.active_, false)),
-          expected_(other.expected_),
-          type_size_(other.type_size_) {}
+        : req_(std::exchange(other.req_, MPI_REQUEST_NULL)), type_(other.type_), expected_(other.expected_) {}
     request& operator=(request&& other) noexcept {
       if (this != &other) {
         wait();
-        req_ = std::move(other.req_);
-        active_ = std::exchange(other.active_, false);
+        req_ = std::exchange(other.req_, MPI_REQUEST_NULL);
+        type_ = other.type_;
         expected_ = other.expected_;
-        type_size_ = other.type_size_;
       }
       return *this;
     }
@@ -197,40 +213,28 @@ class mpi_communicator {
     ~request() { wait(); }
 
     void wait() {
-      if (active_) finish(req_.wait());
+      if (req_ == MPI_REQUEST_NULL) return;
+      MPI_Status status;
+      detail::mpi_check(MPI_Wait(&req_, &status), "request::wait");  // sets req_ to MPI_REQUEST_NULL
+      detail::check_received("irecv", status, type_, expected_);
     }
     /// True once the operation has completed.
     bool test() {
-      if (!active_) return true;
-      if (auto status = req_.test()) {
-        finish(*status);
-        return true;
-      }
-      return false;
+      if (req_ == MPI_REQUEST_NULL) return true;
+      int done = 0;
+      MPI_Status status;
+      detail::mpi_check(MPI_Test(&req_, &done, &status), "request::test");
+      if (done) detail::check_received("irecv", status, type_, expected_);
+      return done != 0;
     }
 
    private:
     friend class mpi_communicator;
-    request(boost::mpi::request r, int expected, int type_size)
-        : req_(std::move(r)), active_(true), expected_(expected), type_size_(type_size) {}
+    request(MPI_Request r, MPI_Datatype type, int expected) : req_(r), type_(type), expected_(expected) {}
 
-    void finish(const boost::mpi::status& status) {
-      active_ = false;
-      if (expected_ < 0) return;  // a send
-      MPI_Count bytes = 0;
-      MPI_Get_elements_x(&static_cast<const MPI_Status&>(status), MPI_BYTE, &bytes);
-      if (bytes != static_cast<MPI_Count>(expected_) * type_size_)
-        detail::mpi_abort(1, "weft::mpi_communicator::irecv: received " + std::to_string(bytes) +
-                                 " bytes from rank " + std::to_string(status.source()) + " (tag " +
-                                 std::to_string(status.tag()) + ") but expected " +
-                                 std::to_string(static_cast<MPI_Count>(expected_) * type_size_) +
-                                 ". Send and receive the same type and count.");
-    }
-
-    boost::mpi::request req_;
-    bool active_ = false;
+    MPI_Request req_ = MPI_REQUEST_NULL;  // MPI_REQUEST_NULL: complete (or never started)
+    MPI_Datatype type_ = MPI_BYTE;
     int expected_ = -1;  // elements a receive expects; -1 for a send
-    int type_size_ = 1;
   };
 
   /// Wraps a communicator whose MPI environment the caller manages.
@@ -248,8 +252,9 @@ class mpi_communicator {
     using T = comm_element_t<R>;
     const auto inout = detail::as_span(buffer);
     if (inout.empty()) return;  // every rank passes the same count, so every rank skips
-    MPI_Allreduce(MPI_IN_PLACE, inout.data(), count("all_reduce", inout.size()),
-                  detail::mpi_datatype<T>(), detail::mpi_op(op), native());
+    detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, inout.data(), count("all_reduce", inout.size()),
+                                    detail::mpi_datatype<T>(), detail::mpi_op(op), native()),
+                      "all_reduce");
   }
 
   /// in: (size * n), out: (n): out = the sum over ranks of block `rank()` of in.
@@ -261,8 +266,9 @@ class mpi_communicator {
     const auto out = detail::as_span(out_buffer);
     require_blocks("reduce_scatter", "input", in.size(), out.size());
     if (out.empty()) return;
-    MPI_Reduce_scatter_block(in.data(), out.data(), count("reduce_scatter", out.size()),
-                             detail::mpi_datatype<T>(), MPI_SUM, native());
+    detail::mpi_check(MPI_Reduce_scatter_block(in.data(), out.data(), count("reduce_scatter", out.size()),
+                                               detail::mpi_datatype<T>(), MPI_SUM, native()),
+                      "reduce_scatter");
   }
 
   /// in: (n), out: (size * n), block r from rank r.
@@ -275,7 +281,9 @@ class mpi_communicator {
     require_blocks("all_gather", "output", out.size(), in.size());
     if (in.empty()) return;
     const int n = count("all_gather", in.size());
-    MPI_Allgather(in.data(), n, detail::mpi_datatype<T>(), out.data(), n, detail::mpi_datatype<T>(), native());
+    detail::mpi_check(MPI_Allgather(in.data(), n, detail::mpi_datatype<T>(), out.data(), n,
+                                    detail::mpi_datatype<T>(), native()),
+                      "all_gather");
   }
 
   template <comm_output R>
@@ -284,10 +292,12 @@ class mpi_communicator {
     const auto inout = detail::as_span(buffer);
     require_rank("broadcast", "root", root);
     if (inout.empty()) return;
-    MPI_Bcast(inout.data(), count("broadcast", inout.size()), detail::mpi_datatype<T>(), root, native());
+    detail::mpi_check(MPI_Bcast(inout.data(), count("broadcast", inout.size()), detail::mpi_datatype<T>(),
+                                root, native()),
+                      "broadcast");
   }
 
-  void barrier() { comm_.barrier(); }
+  void barrier() { detail::mpi_check(MPI_Barrier(native()), "barrier"); }
 
   /// Ranks with the same color (>= 0) form a new group, ordered by key (ties by rank).
   /// Collective over this group.
@@ -298,48 +308,49 @@ class mpi_communicator {
     return mpi_communicator(session_, comm_.split(color, key));
   }
 
-  // ---- point to point: exact type and count on both sides ----
+  // ---- point to point: the same type and count on both sides (empty messages too) ----
 
   template <comm_input R>
   void send(R&& buffer, int dest, int tag) {
     using T = comm_element_t<R>;
-    const std::span<const T> in = detail::as_span(buffer);
-    static_assert(boost::mpi::is_mpi_datatype<T>::value);  // Boost sends it natively, unserialised
+    const auto in = detail::as_span(buffer);
     require_rank("send", "dest", dest);
-    comm_.send(dest, tag, in.data(), count("send", in.size()));
+    detail::mpi_check(MPI_Send(in.data(), count("send", in.size()), detail::mpi_datatype<T>(), dest, tag, native()),
+                      "send");
   }
 
   template <comm_output R>
   void recv(R&& buffer, int src, int tag) {
     using T = comm_element_t<R>;
     const auto out = detail::as_span(buffer);
-    static_assert(boost::mpi::is_mpi_datatype<T>::value);
     require_rank("recv", "src", src);
-    const boost::mpi::status status = comm_.recv(src, tag, out.data(), count("recv", out.size()));
-    if (auto got = status.count<T>(); !got || static_cast<std::size_t>(*got) != out.size())
-      abort(1, "weft::mpi_communicator::recv: got " + (got ? std::to_string(*got) : std::string("a partial")) +
-                   " elements from rank " + std::to_string(src) + " (tag " + std::to_string(tag) +
-                   ") but expected " + std::to_string(out.size()) +
-                   ". Send and receive the same type and count.");
+    const int n = count("recv", out.size());
+    MPI_Status status;
+    detail::mpi_check(MPI_Recv(out.data(), n, detail::mpi_datatype<T>(), src, tag, native(), &status), "recv");
+    detail::check_received("recv", status, detail::mpi_datatype<T>(), n);
   }
 
   template <comm_input R>
   request isend(R&& buffer, int dest, int tag) {
     using T = comm_element_t<R>;
-    const std::span<const T> in = detail::as_span(buffer);
-    static_assert(boost::mpi::is_mpi_datatype<T>::value);
+    const auto in = detail::as_span(buffer);
     require_rank("isend", "dest", dest);
-    return request(comm_.isend(dest, tag, in.data(), count("isend", in.size())), -1, sizeof(T));
+    MPI_Request r;
+    detail::mpi_check(MPI_Isend(in.data(), count("isend", in.size()), detail::mpi_datatype<T>(), dest, tag,
+                                native(), &r),
+                      "isend");
+    return request(r, detail::mpi_datatype<T>(), -1);
   }
 
   template <comm_output R>
   request irecv(R&& buffer, int src, int tag) {
     using T = comm_element_t<R>;
     const auto out = detail::as_span(buffer);
-    static_assert(boost::mpi::is_mpi_datatype<T>::value);
     require_rank("irecv", "src", src);
     const int n = count("irecv", out.size());
-    return request(comm_.irecv(src, tag, out.data(), n), n, sizeof(T));
+    MPI_Request r;
+    detail::mpi_check(MPI_Irecv(out.data(), n, detail::mpi_datatype<T>(), src, tag, native(), &r), "irecv");
+    return request(r, detail::mpi_datatype<T>(), n);
   }
 
   /// Prints msg as one line on stderr ("weft[rank r/n]: msg", world rank) and ends every

@@ -4,8 +4,9 @@
 // (Size coordinates, Stride apart) or itself a layout: a "layout of layouts" whose 1-D
 // coordinate is split colexicographically (first sub-mode fastest) among its sub-modes.
 //
-//   layout<mode<4, 8>, mode<8, 1>>                           // (rows, cols) row-major, 4 x 8
-//   layout<layout<mode<2, 1>, mode<2, 4>>, mode<4, 2>>       // rows split 2 x 2: a tiled layout
+//   layout<mode<4, 8>, mode<8, 1>>                                    // (rows, cols) 4 x 8, row-major
+//   layout<layout<mode<2, 2>, mode<2, 8>>, layout<mode<2, 1>, mode<2, 4>>>
+//       // (rows, cols) 4 x 4 in 2 x 2 tiles: each axis is (inside a tile, across tiles)
 //
 // Every size and stride is a template argument, so a layout is an empty type and its
 // offset computation is plain integer arithmetic on constants: it runs in constant

@@ -192,7 +192,8 @@ struct logical_divide_impl {
                       typename compose_impl<A, typename complement_impl<Tiler, A::size>::type>::type>;
 };
 
-template <class A, std::size_t K, std::size_t... Sizes>
+// The tile size of mode K (1 beyond the tiler's list).
+template <std::size_t K, std::size_t... Sizes>
 constexpr std::size_t tile_size_for() {
   constexpr std::array<std::size_t, sizeof...(Sizes) + 1> s{Sizes..., 1};
   return K < sizeof...(Sizes) ? s[K] : 1;
@@ -209,7 +210,7 @@ struct by_mode_divide<layout<M...>, tiler<Sizes...>, std::index_sequence<K...>> 
   // Mode k as (tile, rest).
   template <std::size_t Kk>
   using split =
-      typename logical_divide_impl<typename A::template mode_at<Kk>, mode<tile_size_for<A, Kk, Sizes...>(), 1>>::type;
+      typename logical_divide_impl<typename A::template mode_at<Kk>, mode<tile_size_for<Kk, Sizes...>(), 1>>::type;
   using logical = layout<split<K>...>;
   using zipped = layout<layout<typename split<K>::template mode_at<0>...>, layout<typename split<K>::template mode_at<1>...>>;
 };
@@ -219,11 +220,9 @@ struct logical_divide_impl<A, tiler<Sizes...>> {
   using type = typename by_mode_divide<A, tiler<Sizes...>>::logical;
 };
 
+// A 1-D divide is (tile, rest) already.
 template <class A, class Tiler>
-struct zipped_divide_impl {
-  using divided = typename logical_divide_impl<A, Tiler>::type;  // (tile, rest) already
-  using type = divided;
-};
+struct zipped_divide_impl : logical_divide_impl<A, Tiler> {};
 template <class A, std::size_t... Sizes>
 struct zipped_divide_impl<A, tiler<Sizes...>> {
   using type = typename by_mode_divide<A, tiler<Sizes...>>::zipped;

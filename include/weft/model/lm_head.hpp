@@ -32,9 +32,10 @@ using lm_head_params =
 template <class Root, class Tie>
 consteval std::size_t tied_offset() {
   constexpr std::size_t off = Root::find_param(Tie::path.view());
-  constexpr bool found = diag::name_found<Tie::path, off != npos_param>;
-  static_assert(found, "weft::lm_head: the tied parameter path names no parameter of the model. Use the dotted path of "
-                       "the embedding table, e.g. tied<\"wte.weight\">.");
+  // The condition is the named variable template itself, so the compiler prints the path.
+  static_assert(diag::name_found<Tie::path, off != npos_param>,
+                "weft::lm_head: the tied parameter path names no parameter of the model. Use the dotted path of "
+                "the embedding table, e.g. tied<\"wte.weight\">.");
   return off;
 }
 }  // namespace detail

@@ -131,7 +131,7 @@ struct param_list {
 
   /// Offset of a parameter by run-time name; `npos` when absent (used by path look-ups).
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
-  static constexpr std::size_t find(std::string_view n) {
+  static constexpr std::size_t find([[maybe_unused]] std::string_view n) {  // unused when the list is empty
     std::size_t i = 0, r = npos;
     ((Ps::name.view() == n ? (r = offsets[i], ++i) : ++i), ...);
     return r;

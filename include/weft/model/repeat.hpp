@@ -32,9 +32,14 @@ struct repeat {
   static constexpr std::size_t scratch_count = pingpong<B, S> + Block::template scratch_count<B, S>;
 
   static constexpr std::size_t find_param(std::string_view path) {
+    // The copy index, written as visit_params writes it: decimal, no leading zeros ("01" names
+    // nothing), below N (checked per digit, so a long run of digits cannot wrap around).
     std::size_t i = 0, k = 0;
-    while (k < path.size() && path[k] >= '0' && path[k] <= '9') i = i * 10 + static_cast<std::size_t>(path[k++] - '0');
-    if (k == 0 || k >= path.size() || path[k] != '.' || i >= N) return npos_param;
+    while (k < path.size() && path[k] >= '0' && path[k] <= '9') {
+      i = i * 10 + static_cast<std::size_t>(path[k++] - '0');
+      if (i >= N) return npos_param;
+    }
+    if (k == 0 || (k > 1 && path[0] == '0') || k >= path.size() || path[k] != '.') return npos_param;
     const std::size_t o = Block::find_param(path.substr(k + 1));
     return o == npos_param ? npos_param : i * Block::param_count + o;
   }

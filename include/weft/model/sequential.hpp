@@ -33,18 +33,23 @@ struct sequential {
   static constexpr std::array<std::size_t, n> out_widths{Ls::out_width...};
 
  private:
+  // One link (I, I+1) per assertion; the condition is the variable template itself, so the compiler
+  // prints the layer index and both widths: 'chain_widths_match<0, 16, 12>' evaluates to false.
+  template <std::size_t I>
+  static consteval bool check_link() {
+    static_assert(detail::chain_widths_match<I, out_widths[I], in_widths[I + 1]>,
+                  "weft::sequential: a layer's output width differs from the next layer's input width. Make "
+                  "out_width of layer I equal in_width of layer I+1 (see chain_widths_match<I, out, in>).");
+    return true;
+  }
   template <std::size_t... I>
   static consteval bool check_chain(std::index_sequence<I...>) {
-    // Each pair (I, I+1) is a named condition carrying the widths, printed on failure.
-    constexpr bool ok = (detail::chain_widths_match<I, out_widths[I], in_widths[I + 1]> && ... && true);
-    static_assert(ok, "weft::sequential: a layer's output width differs from the next layer's input width. Make "
-                      "out_width of layer I equal in_width of layer I+1 (see chain_widths_match<I, out, in>).");
-    return ok;
+    return (check_link<I>() && ... && true);
   }
-  // A class-scope static_assert, so the check runs whenever sequential<...> is instantiated (the
+  // Asserted at class scope, so the check runs whenever sequential<...> is instantiated (the
   // initialiser of a static data member alone is instantiated only when the member is used).
   static constexpr bool chain_ok = check_chain(std::make_index_sequence<n - 1>{});
-  static_assert(chain_ok, "weft::sequential: the widths of consecutive layers differ (see the message above).");
+  static_assert(chain_ok, "weft::sequential: the layer widths do not chain (see the assertion above).");
 
   static constexpr std::array<std::size_t, n> prefix(std::array<std::size_t, n> sizes) {
     std::array<std::size_t, n> o{};

@@ -1,9 +1,9 @@
 #pragma once
 // ---- pipeline schedules: GPipe, 1F1B, interleaved 1F1B ----
 // `make_schedule<one_f_one_b, P, M>()` is the per-stage instruction lists of a pipeline of
-// P stages over M micro-batches, as a constexpr value that has already been proven by
-// verify() (schedule_check.hpp): a bad schedule does not compile. The orderings follow
-// Megatron-LM (schedules.py):
+// P stages over M micro-batches, as a constexpr value already proven by the simulation of
+// schedule_check.hpp: a generator bug would not compile. The orderings follow Megatron-LM
+// (schedules.py):
 //
 // * gpipe          all M forwards, then all M backwards.
 // * one_f_one_b    stage s runs min(P - s - 1, M) warm-up forwards, then alternates one
@@ -13,10 +13,8 @@
 //                  (P - s - 1) * 2 + (V - 1) * P warm-up forwards (all of them when
 //                  M == P), then 1F1B, then the drain. Needs M % P == 0, as Megatron does.
 //
-// Every compute is preceded by its recv (unless the data or the loss is local) and
-// followed by its send. Between two computes the pending sends and recvs go activation
-// traffic first, then gradient traffic; both neighbours of a link use the same order, so
-// the lists also complete with synchronous (unbuffered) sends where the report says so.
+// The sends and recvs sit where Megatron-LM's loops put them; see write_flat and
+// write_interleaved for what that means for synchronous sends.
 #include "weft/core/constant.hpp"            // dynamic
 #include "weft/core/diagnostics.hpp"         // diag::at_least, diag::divisible
 #include "weft/parallel/instruction.hpp"     // instruction
@@ -166,6 +164,10 @@ constexpr void write_flat(S& out, schedule_kind kind) {
 // sends/recvs after each step are one group: the sends of what was just computed, then
 // the recvs of what comes next (the forward input one step ahead, the first backward's
 // gradient at the end of the warm-up, the next backward's gradient in the steady state).
+// Megatron posts such a group at once (batch_isend_irecv), and so must an executor: with
+// each send waiting alone for its recv, stages block in sends to each other around the
+// ring of virtual stages (report.synchronous deadlocks); posted as groups, the lists
+// complete (report.grouped).
 template <class S>
 constexpr void write_interleaved(S& out) {
   for (std::size_t st = 0; st < out.stages(); ++st) {
@@ -257,7 +259,7 @@ consteval schedule<P, M, Tag::chunks> make_schedule() {
   schedule<P, M, Tag::chunks> s{};
   if constexpr (detail::pipeline_checks<Tag, P, M>::ok) {  // else the static_asserts have spoken
     detail::write_schedule(s, detail::tag_kind<Tag>::value);
-    (void)verify(s);
+    detail::prove(s);
   }
   return s;
 }
@@ -265,6 +267,10 @@ consteval schedule<P, M, Tag::chunks> make_schedule() {
 /// `make_schedule<Tag, P, M>()` as a variable: the schedule is generated and proven once.
 template <schedule_tag Tag, std::size_t P, std::size_t M>
 inline constexpr schedule<P, M, Tag::chunks> schedule_v = make_schedule<Tag, P, M>();
+
+/// `verify(schedule_v<Tag, P, M>)` as a variable: the report (default costs), computed once.
+template <schedule_tag Tag, std::size_t P, std::size_t M>
+inline constexpr schedule_report<P> schedule_report_v = verify(schedule_v<Tag, P, M>);
 
 /// Run-time sizes (tools, sweeps): the same lists in a `schedule<>`. Throws
 /// std::invalid_argument with the compile-time message when (kind, p, m, v) is rejected,

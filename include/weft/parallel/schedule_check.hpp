@@ -159,6 +159,7 @@ struct interval {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
   std::uint64_t ready = 0;
+  bool reached = false;  // false for what a failed proof never got to
 };
 
 /// (stage, position in the stage's list) -> when it ran. Filled by simulate() on request;
@@ -376,7 +377,7 @@ struct buffered_run {
         busy += c.optimizer_step;
         break;
     }
-    if (timeline) (*timeline)[st][pc[st]] = interval{start, t, ready_at};
+    if (timeline) (*timeline)[st][pc[st]] = interval{start, t, ready_at, true};
     ++pc[st];
     return step_result::advanced;
   }
@@ -486,6 +487,33 @@ constexpr sync_outcome synchronous_run(const S& s, const schedule_costs& c, bool
 
 }  // namespace detail
 
+namespace detail {
+// Stops a constant evaluation with the message of `f`; nothing for `none`.
+consteval void raise(schedule_fault f) {
+  using enum schedule_fault;
+  switch (f) {
+    case none: break;
+    case bad_instruction: schedule_error<fault_text<bad_instruction>>(); break;
+    case deadlock: schedule_error<fault_text<deadlock>>(); break;
+    case unreceived_send: schedule_error<fault_text<unreceived_send>>(); break;
+    case repeated: schedule_error<fault_text<repeated>>(); break;
+    case missing: schedule_error<fault_text<missing>>(); break;
+    case backward_before_forward: schedule_error<fault_text<backward_before_forward>>(); break;
+    case input_missing: schedule_error<fault_text<input_missing>>(); break;
+    case send_before_compute: schedule_error<fault_text<send_before_compute>>(); break;
+    case update_misplaced: schedule_error<fault_text<update_misplaced>>(); break;
+  }
+}
+
+// The proof alone (the buffered run), for make_schedule: cheaper than a full report.
+template <std::size_t P, std::size_t M, std::size_t V>
+consteval void prove(const schedule<P, M, V>& s) {
+  buffered_run<schedule<P, M, V>> run{s, schedule_costs{}, nullptr};
+  run.run();
+  raise(run.fault.fault);
+}
+}  // namespace detail
+
 /// Runs all stages of `s` together and reports the proof's outcome, the peak activations
 /// and the bubble; with `timeline`, also when each instruction ran. Usable at compile time
 /// and at run time.
@@ -514,19 +542,7 @@ constexpr schedule_report<P> simulate(const schedule<P, M, V>& s, const schedule
 template <std::size_t P, std::size_t M, std::size_t V>
 consteval schedule_report<P> verify(const schedule<P, M, V>& s, const schedule_costs& costs = {}) {
   const auto r = simulate(s, costs);
-  using enum schedule_fault;
-  switch (r.fault) {
-    case none: break;
-    case bad_instruction: detail::schedule_error<detail::fault_text<bad_instruction>>(); break;
-    case deadlock: detail::schedule_error<detail::fault_text<deadlock>>(); break;
-    case unreceived_send: detail::schedule_error<detail::fault_text<unreceived_send>>(); break;
-    case repeated: detail::schedule_error<detail::fault_text<repeated>>(); break;
-    case missing: detail::schedule_error<detail::fault_text<missing>>(); break;
-    case backward_before_forward: detail::schedule_error<detail::fault_text<backward_before_forward>>(); break;
-    case input_missing: detail::schedule_error<detail::fault_text<input_missing>>(); break;
-    case send_before_compute: detail::schedule_error<detail::fault_text<send_before_compute>>(); break;
-    case update_misplaced: detail::schedule_error<detail::fault_text<update_misplaced>>(); break;
-  }
+  detail::raise(r.fault);
   return r;
 }
 

@@ -40,14 +40,15 @@ template <class S>
 concept device_accessible_space = memory_space<S> && S::device_accessible;
 
 namespace detail {
-// Whether device code is being compiled at all (nvcc); device memory is read in device code
-// only. Dependent on S so that it is checked where a tensor is used, not here.
-template <memory_space S>
 #if defined(__CUDACC__)
-inline constexpr bool device_code_compiled = true;
+inline constexpr bool compiled_by_nvcc = true;
 #else
-inline constexpr bool device_code_compiled = false;
+inline constexpr bool compiled_by_nvcc = false;
 #endif
+// Whether this translation unit compiles device code at all: device memory is read in device
+// code only. A template on S so that it is checked where a tensor is used, not here.
+template <memory_space S>
+inline constexpr bool device_code_compiled = compiled_by_nvcc;
 }  // namespace detail
 
 }  // namespace weft

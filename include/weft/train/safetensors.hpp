@@ -547,16 +547,18 @@ class safetensors_sink {
     remaining_ -= n;
   }
 
-  /// Appends the bytes of `values` (e.g. one transposed row).
-  template <class T>
-    requires std::is_trivially_copyable_v<T>
-  void write(std::span<const T> values) {
-    write_bytes(values.data(), values.size_bytes());
+  /// Appends the elements of a contiguous range (a span, vector or array: e.g. one
+  /// transposed row).
+  template <std::ranges::contiguous_range R>
+    requires std::is_trivially_copyable_v<std::ranges::range_value_t<R>>
+  void write(R&& values) {
+    write_bytes(std::ranges::data(values), std::ranges::size(values) * sizeof(std::ranges::range_value_t<R>));
   }
 
-  /// Appends the bytes of one value (e.g. a uint16_t holding bf16 bits).
+  /// Appends the bytes of one value (e.g. a weft::bf16). Ranges take the overload above,
+  /// so a span is never written as its pointer and size.
   template <class T>
-    requires std::is_trivially_copyable_v<T>
+    requires std::is_trivially_copyable_v<T> && (!std::ranges::range<T>)
   void write(const T& value) {
     write_bytes(&value, sizeof(T));
   }
@@ -614,6 +616,17 @@ class safetensors_writer {
                   "weft::safetensors_writer::add: long double has no safetensors dtype. Convert to double.");
     const auto count = static_cast<std::size_t>(std::ranges::size(data));
     return add(std::move(name), dtype, std::move(shape), std::ranges::data(data), count * sizeof(value_type));
+  }
+
+  // A temporary owning range (e.g. `std::vector<float>{...}`) would be destroyed before
+  // write() reads it: reject it with a message instead of a dangling pointer.
+  template <std::ranges::contiguous_range R>
+    requires(!std::ranges::borrowed_range<R>) && safetensors_element<std::ranges::range_value_t<R>>
+  safetensors_writer& add(std::string, std::vector<std::int64_t>, R&&) {
+    static_assert(std::ranges::borrowed_range<R>,
+                  "weft::safetensors_writer::add: the data is a temporary that would be destroyed before "
+                  "write() reads it. Keep it in a variable that outlives write().");
+    return *this;
   }
 
   /// Adds a tensor whose bytes `fill` produces at write time (to convert or transpose
