@@ -31,11 +31,11 @@ using namespace weft;
 // ---- presets: each is a model type and a micro-batch type (compiled in) ----
 // example-begin presets
 using tiny_model = gpt<gpt_config<vocab<256>, context<64>, width<64>, heads<4>, depth<2>>>;
-using small_model = gpt<gpt_config<vocab<256>, context<128>, width<192>, heads<6>, depth<4>>>;
+using small_model = gpt<gpt_config<vocab<256>, context<64>, width<128>, heads<4>, depth<4>>>;
 using llama_small_model = llama<llama_config<vocab<256>, context<128>, width<192>, heads<6>, kv_heads<2>, depth<4>>>;
 
 using tiny_plan = plan<tiny_model, batch<micro<8>, seq<64>>>;
-using small_plan = plan<small_model, batch<micro<8>, seq<128>>>;
+using small_plan = plan<small_model, batch<micro<16>, seq<64>>>;
 using llama_small_plan = plan<llama_small_model, batch<micro<8>, seq<128>>>;
 static_assert(small_plan::bytes_per_rank <= 512_MiB);  // memory is known before launch
 // example-end presets
@@ -43,9 +43,9 @@ static_assert(small_plan::bytes_per_rank <= 512_MiB);  // memory is known before
 struct options {
   std::string preset = "small";
   std::string data;  // text file, directory of text files, or token file (.bin)
-  std::size_t steps = 700;
+  std::size_t steps = 1500;
   std::size_t batch = 0;  // sequences per optimizer step; 0 = one micro-batch
-  float lr = 2e-3f;
+  float lr = 3e-3f;
   std::size_t warmup = 50;
   std::size_t eval_every = 100;
   std::size_t eval_batches = 16;
@@ -64,9 +64,9 @@ static void usage(std::FILE* out) {
                "  --preset NAME        tiny | small | llama-small            (default small)\n"
                "  --data PATH          text file, directory of text files, or token file (.bin: nanoGPT\n"
                "                       uint16 or llm.c shard); default: the fortune(6) corpus\n"
-               "  --steps N            optimizer steps                         (default 700)\n"
+               "  --steps N            optimizer steps                         (default 1500)\n"
                "  --batch N            sequences per step, a multiple of the preset's micro-batch (8)\n"
-               "  --lr X               peak learning rate                      (default 2e-3)\n"
+               "  --lr X               peak learning rate                      (default 3e-3)\n"
                "  --warmup N           warm-up steps, then cosine decay        (default 50)\n"
                "  --eval-every N       validation every N steps                (default 100)\n"
                "  --eval-batches N     micro-batches per validation            (default 16)\n"

@@ -70,6 +70,14 @@ static_assert(bubble_is_megatron<8, 32, 4>(schedule_report_v<interleaved<4>, 8, 
 static_assert(schedule_report_v<interleaved<2>, 4, 8>.peak_activations[0] == 3 * 2 + 1 * 4 + 1);
 static_assert(schedule_report_v<interleaved<2>, 4, 8>.peak_activations[3] == 0 * 2 + 1 * 4 + 1);
 
+// ---- as shown in docs/schedules.md ----
+// example-begin schedule_usage
+constexpr auto& s = weft::schedule_v<weft::one_f_one_b, 4, 8>;        // proven at compile time
+constexpr auto& r = weft::schedule_report_v<weft::one_f_one_b, 4, 8>;  // its numbers
+static_assert(r.bubble_fraction == weft::make_ratio(3, 8));
+static_assert(s.list(2)[0] == weft::instruction::recv_act(0, 0, 1));  // stage 2 starts by waiting
+// example-end schedule_usage
+
 // ---- the lists themselves ----
 // Stage 0 of 1F1B starts with its P - 1 = 3 warm-up forwards (each followed by its send).
 static_assert(schedule_v<one_f_one_b, 4, 8>.list(0)[0] == instruction::forward(0));
@@ -82,8 +90,10 @@ constexpr auto again = make_schedule<one_f_one_b, 4, 8>();
 static_assert(again.lengths == schedule_v<one_f_one_b, 4, 8>.lengths);
 
 // ---- a hand-written schedule, verified the same way ----
-consteval schedule<2, 1, 1> hand_written() {
-  schedule<2, 1, 1> s{};
+// example-begin hand_written
+consteval weft::schedule<2, 1, 1> hand_written() {  // 2 stages, 1 micro-batch, 1 chunk
+  using weft::instruction;
+  weft::schedule<2, 1, 1> s{};
   s.push(0, instruction::forward(0));
   s.push(0, instruction::send_act(0, 0, 1));
   s.push(0, instruction::recv_grad(0, 0, 1));
@@ -98,7 +108,8 @@ consteval schedule<2, 1, 1> hand_written() {
   }
   return s;
 }
-constexpr auto hand = verify(hand_written());
+constexpr auto hand = weft::verify(hand_written());  // a fault would stop the compilation here
+// example-end hand_written
 static_assert(hand.makespan == 6 && hand.busy == 6 && hand.bubble_fraction == make_ratio(1, 1));
 static_assert(hand.peak_activations[0] == 1 && hand.peak_activations[1] == 1);
 // With other costs: a message latency of 1 adds it twice (activation and gradient).

@@ -31,6 +31,7 @@
 #include <exception>
 #include <memory>
 #include <span>
+#include <vector>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -286,6 +287,50 @@ class mpi_communicator {
                       "all_gather");
   }
 
+  /// Non-blocking all_reduce in place (MPI_Iallreduce): overlaps gradient reduction with
+  /// backward. The buffer must stay alive and untouched until the request completes.
+  template <comm_output R>
+  request iall_reduce(R&& buffer, reduce_op op) {
+    using T = comm_element_t<R>;
+    const auto inout = detail::as_span(buffer);
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (inout.empty()) return request(r, detail::mpi_datatype<T>(), -1);
+    detail::mpi_check(MPI_Iallreduce(MPI_IN_PLACE, inout.data(), count("iall_reduce", inout.size()),
+                                     detail::mpi_datatype<T>(), detail::mpi_op(op), native(), &r),
+                      "iall_reduce");
+    return request(r, detail::mpi_datatype<T>(), -1);
+  }
+
+  /// Uneven reduce_scatter: in holds sum(counts) elements; out receives the sum over ranks of
+  /// block rank() (counts[rank()] elements). Blocks lie back to back in rank order.
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void reduce_scatter_v(In&& in_buffer, Out&& out_buffer, std::span<const int> counts) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    check_counts("reduce_scatter_v", counts, in.size(), out.size());
+    detail::mpi_check(MPI_Reduce_scatter(in.data(), out.data(), counts.data(), detail::mpi_datatype<T>(), MPI_SUM,
+                                         native()),
+                      "reduce_scatter_v");
+  }
+
+  /// Uneven all_gather: in holds counts[rank()] elements; out receives every rank's block, back
+  /// to back in rank order (sum(counts) elements).
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_gather_v(In&& in_buffer, Out&& out_buffer, std::span<const int> counts) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    check_counts("all_gather_v", counts, out.size(), in.size());
+    std::vector<int> displs(counts.size());
+    for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+    detail::mpi_check(MPI_Allgatherv(in.data(), counts[static_cast<std::size_t>(rank())], detail::mpi_datatype<T>(),
+                                     out.data(), counts.data(), displs.data(), detail::mpi_datatype<T>(), native()),
+                      "all_gather_v");
+  }
+
   template <comm_output R>
   void broadcast(R&& buffer, int root) {
     using T = comm_element_t<R>;
@@ -364,6 +409,15 @@ class mpi_communicator {
       : session_(std::move(session)), comm_(std::move(comm)) {}
 
   // MPI counts are int.
+  void check_counts(const char* op, std::span<const int> counts, std::size_t whole, std::size_t mine) const {
+    std::size_t total = 0;
+    for (int c : counts) total += static_cast<std::size_t>(c);
+    if (counts.size() != static_cast<std::size_t>(size()) || total != whole ||
+        static_cast<std::size_t>(counts[static_cast<std::size_t>(rank())]) != mine)
+      detail::mpi_abort(1, std::string("weft::mpi_communicator::") + op +
+                               ": the counts do not match the buffers (one count per rank; the whole buffer holds "
+                               "their sum, this rank's block its own count). Pass matching buffers.");
+  }
   int count(const char* op, std::size_t n) const {
     if (n > static_cast<std::size_t>(INT_MAX))
       abort(1, std::string("weft::mpi_communicator::") + op + ": " + std::to_string(n) +

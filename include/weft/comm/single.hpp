@@ -130,6 +130,34 @@ class single_world {
     copy(in, out);
   }
 
+  /// Non-blocking all_reduce: complete at once.
+  template <comm_output R>
+  request iall_reduce(R&&, reduce_op) {
+    return request{};
+  }
+
+  /// Uneven forms: one block, copied.
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void reduce_scatter_v(In&& in_buffer, Out&& out_buffer, std::span<const int> counts) {
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    require_equal_sizes("reduce_scatter_v", in.size(), out.size());
+    if (counts.size() != 1 || static_cast<std::size_t>(counts[0]) != in.size())
+      abort(1, "weft::single_world::reduce_scatter_v: pass one count equal to the buffer size.");
+    copy(in, out);
+  }
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_gather_v(In&& in_buffer, Out&& out_buffer, std::span<const int> counts) {
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    require_equal_sizes("all_gather_v", in.size(), out.size());
+    if (counts.size() != 1 || static_cast<std::size_t>(counts[0]) != in.size())
+      abort(1, "weft::single_world::all_gather_v: pass one count equal to the buffer size.");
+    copy(in, out);
+  }
+
   template <comm_output R>
   void broadcast(R&&, int root) {
     require_self("broadcast", "root", root);
@@ -225,7 +253,7 @@ class single_world {
     if (it != posted.end()) {
       auto r = *it;
       posted.erase(it);
-      require_match<T>("isend", r->type, in.size(), r->count, tag);
+      require_match<T>("send", r->type, in.size(), r->count, tag);
       if (!in.empty()) std::memcpy(r->data, in.data(), in.size_bytes());
       r->done = true;
       return;

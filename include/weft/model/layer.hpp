@@ -39,6 +39,16 @@ struct param_info {
   double init_stddev = 0.0;
 };
 
+/// Called during backward when the gradients of every parameter at element offset >= `from`
+/// (in the model's block) are final: compositions report it after each child. Data
+/// parallelism uses it to start reducing gradient buckets while backward goes on.
+struct grad_ready_hook {
+  void (*fn)(void* context, std::size_t from) = nullptr;
+  void* context = nullptr;
+  explicit operator bool() const { return fn != nullptr; }
+  void operator()(std::size_t from) const { fn(context, from); }
+};
+
 /// Where one layer's parameters, gradients, kept activations and workspace are, for one
 /// micro-batch of B sequences of S tokens in element type T. `Root` is the whole model (tied
 /// parameters are found through it).
@@ -57,6 +67,14 @@ struct frame {
   T* root_params = nullptr;
   T* root_grads = nullptr;
   const std::int32_t* tokens = nullptr;  ///< (batch, seq) token ids
+  grad_ready_hook grad_ready{};          ///< optional, see grad_ready_hook
+
+  /// Element offset of this layer's parameter block in the model's block.
+  std::size_t param_offset() const { return static_cast<std::size_t>(params - root_params); }
+  /// Reports that the gradients of this layer's block and everything after it are final.
+  void report_grads_final() const {
+    if (grad_ready && grads) grad_ready(param_offset());
+  }
 
   /// The frame of a child whose blocks start at the given offsets.
   constexpr frame child(std::size_t param_offset, std::size_t kept_offset, std::size_t scratch_offset) const {

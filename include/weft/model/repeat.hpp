@@ -72,7 +72,9 @@ struct repeat {
         g_in = f.scratch + (k % 2) * rows * in_width;
         std::fill_n(g_in, rows * in_width, T{0});
       }
-      Block::backward(f.child(k * Block::param_count, k * kb, pingpong<B, S>), x, g_out, g_in);
+      const F cf = f.child(k * Block::param_count, k * kb, pingpong<B, S>);
+      Block::backward(cf, x, g_out, g_in);
+      cf.report_grads_final();
     }
   }
 

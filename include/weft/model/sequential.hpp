@@ -146,7 +146,9 @@ struct sequential {
       g_in = f.scratch + (K % 2) * rows * max_inner_width;
       std::fill_n(g_in, rows * in_widths[K], T{0});
     }
-    child<K>::backward(child_frame(f, K), x_in, g_out, g_in);
+    const F cf = child_frame(f, K);
+    child<K>::backward(cf, x_in, g_out, g_in);
+    cf.report_grads_final();  // children run last-to-first: everything from child K on is done
   }
 
   template <class F, std::size_t... I>

@@ -13,21 +13,25 @@
 // a malformed instruction, a deadlock (no stage can move), a send never received, a
 // (micro-batch, chunk) computed twice or never, a backward before its forward, a
 // compute before its input arrived, a send before its result exists, a misplaced
-// update. When the buffered run holds, a second run with synchronous sends (a send
-// waits for its recv, MPI_Ssend) says whether the lists also work without buffering.
+// update. When the buffered run holds, two runs with synchronous sends follow (a send
+// completes only with its recv): one send/recv at a time (MPI_Ssend), and adjacent
+// sends/recvs posted as a group (NCCL groups); each says whether the lists still complete.
 //
 // The report gives, per stage, the peak number of activation sets held (forwards done
-// minus backwards done; a set is one (micro-batch, chunk)), the start and end of every
-// instruction, the makespan and the bubble fraction  (P * makespan - busy) / busy, where
-// busy is the compute and update time of all stages: idle time over ideal compute time,
-// Megatron-LM's definition, exact as a ratio of integers.
+// minus backwards done; a set is one (micro-batch, chunk)), the makespan and the bubble
+// fraction (P * makespan - busy) / busy, where busy is the compute and update time of all
+// stages: idle time over ideal compute time, Megatron-LM's definition, exact as a ratio of
+// integers. On request, the start and end of every instruction (a schedule_timeline).
+//
+// With compile-time sizes all tables are std::arrays (nvcc's front end and clang cannot
+// evaluate libstdc++'s std::vector); schedule<> uses vectors and runs at run time.
 //
 // `verify(s)` is the compile-time entry point: consteval, it returns the report and
 // turns a fault into a compile error whose text is the fault's message.
 #include "weft/core/constant.hpp"            // dynamic
 #include "weft/core/fixed_string.hpp"        // fixed_string
 #include "weft/parallel/instruction.hpp"     // instruction, instruction_kind
-#include "weft/parallel/schedule_table.hpp"  // schedule, schedule_like, detail::schedule_error
+#include "weft/parallel/schedule_table.hpp"  // schedule, detail::schedule_error, detail::array_or_vector_t
 
 #include <algorithm>
 #include <array>
@@ -122,17 +126,6 @@ inline constexpr fixed_string fault_text<schedule_fault::update_misplaced> =
     "weft::schedule: reduce_grads and optimizer_step must run once each per stage, after all of the stage's "
     "backwards, reduce_grads first. Move them to the end of the list.";
 
-template <class T, std::size_t N>
-struct array_or_vector {
-  using type = std::array<T, N>;
-};
-template <class T>
-struct array_or_vector<T, dynamic> {
-  using type = std::vector<T>;
-};
-// std::array<T, N> for a compile-time N, std::vector<T> for `dynamic`.
-template <class T, std::size_t N>
-using array_or_vector_t = typename array_or_vector<T, N>::type;
 }  // namespace detail
 
 /// The message of a fault ("" for none).
@@ -242,27 +235,39 @@ struct pipeline_shape {
   }
 };
 
-// Stages that may be able to move, each queued at most once. A stage leaves when it blocks
-// and is woken by the event it waits for, so a run visits O(instructions) stages.
+// Stages that may be able to move, each queued at most once (so N = P places suffice).
+// A stage leaves when it blocks and is woken by the event it waits for, so a run visits
+// O(instructions) stages.
+template <std::size_t N>
 struct worklist {
-  std::vector<std::size_t> items;
-  std::vector<std::uint8_t> queued;  // (stage)
-  constexpr explicit worklist(std::size_t p) : queued(p, 1) {
-    for (std::size_t st = p; st-- > 0;) items.push_back(st);
+  array_or_vector_t<std::size_t, N> items;
+  array_or_vector_t<std::uint8_t, N> queued;  // (stage)
+  std::size_t size = 0;
+  constexpr explicit worklist(std::size_t p)
+      : items(make_array_or_vector<std::size_t, N>(p)), queued(make_array_or_vector<std::uint8_t, N>(p)) {
+    for (std::size_t st = p; st-- > 0;) wake(st);
   }
-  constexpr bool empty() const { return items.empty(); }
+  constexpr bool empty() const { return size == 0; }
   constexpr std::size_t pop() {
-    const std::size_t st = items.back();
-    items.pop_back();
+    const std::size_t st = items[--size];
     queued[st] = 0;
     return st;
   }
   constexpr void wake(std::size_t st) {
     if (!queued[st]) {
       queued[st] = 1;
-      items.push_back(st);
+      items[size++] = st;
     }
   }
+};
+
+// Compile-time extents of the simulation's tables for schedule type S (dynamic for schedule<>).
+template <class S>
+struct table_sizes {
+  static constexpr std::size_t p = S::static_stages, m = S::static_microbatches, v = S::static_chunks;
+  static constexpr bool fixed = p != dynamic;
+  static constexpr std::size_t work = fixed ? p * m * v : dynamic;     // (stage, mb, chunk)
+  static constexpr std::size_t keys = fixed ? 2 * m * p * v : dynamic;  // pipeline_shape::keys()
 };
 
 // Where a fault was seen.
@@ -284,18 +289,25 @@ struct buffered_run {
   const S& s;
   const schedule_costs& c;
   schedule_timeline* timeline;  // filled when not null
-  pipeline_shape sh{s.stages(), s.microbatches(), s.chunks()};
-  std::vector<std::size_t> pc = std::vector<std::size_t>(sh.p);         // (stage) next position
-  std::vector<std::size_t> live = std::vector<std::size_t>(sh.p);       // (stage) activation sets held
-  std::vector<std::size_t> peak = std::vector<std::size_t>(sh.p);       // (stage) most of them
-  std::vector<std::size_t> backwards = std::vector<std::size_t>(sh.p);  // (stage) done
-  std::vector<std::uint8_t> updates = std::vector<std::uint8_t>(sh.p);  // (stage) 1 reduced, 2 stepped
-  std::vector<std::uint64_t> clock = std::vector<std::uint64_t>(sh.p);  // (stage)
-  std::vector<std::uint8_t> flags = std::vector<std::uint8_t>(sh.p * sh.m * sh.v);  // (stage, mb, chunk)
-  std::vector<message> messages = std::vector<message>(sh.keys());                  // (key)
+  pipeline_shape sh;
+  using Z = table_sizes<S>;
+  template <class T>
+  using per_stage = array_or_vector_t<T, Z::p>;
+  per_stage<std::size_t> pc = make_array_or_vector<std::size_t, Z::p>(sh.p);         // next position
+  per_stage<std::size_t> live = make_array_or_vector<std::size_t, Z::p>(sh.p);       // activation sets held
+  per_stage<std::size_t> peak = make_array_or_vector<std::size_t, Z::p>(sh.p);       // most of them
+  per_stage<std::size_t> backwards = make_array_or_vector<std::size_t, Z::p>(sh.p);  // done
+  per_stage<std::uint8_t> updates = make_array_or_vector<std::uint8_t, Z::p>(sh.p);  // 1 reduced, 2 stepped
+  per_stage<std::uint64_t> clock = make_array_or_vector<std::uint64_t, Z::p>(sh.p);
+  array_or_vector_t<std::uint8_t, Z::work> flags =
+      make_array_or_vector<std::uint8_t, Z::work>(sh.p * sh.m * sh.v);  // (stage, mb, chunk)
+  array_or_vector_t<message, Z::keys> messages = make_array_or_vector<message, Z::keys>(sh.keys());  // (key)
   std::uint64_t busy = 0;
-  worklist ready{sh.p};
+  worklist<Z::p> ready{sh.p};
   fault_site fault{};
+
+  constexpr buffered_run(const S& s_, const schedule_costs& c_, schedule_timeline* timeline_)
+      : s(s_), c(c_), timeline(timeline_), sh{s_.stages(), s_.microbatches(), s_.chunks()} {}
 
   enum class step_result : std::uint8_t { advanced, blocked, fault };
 
@@ -430,19 +442,21 @@ struct buffered_run {
 template <class S>
 constexpr sync_outcome synchronous_run(const S& s, const schedule_costs& c, bool grouped) {
   const pipeline_shape sh{s.stages(), s.microbatches(), s.chunks()};
-  std::vector<std::size_t> pc(sh.p), group_end(sh.p), unmatched(sh.p);  // (stage) open group [pc, group_end)
-  std::vector<std::uint64_t> clock(sh.p), finish(sh.p);                 // (stage) group posted, completed
-  // (key) which side is posted and waiting: 1 the send, 2 the recv; and when.
-  std::vector<std::uint8_t> waiting(sh.keys());
-  std::vector<std::uint64_t> posted_at(sh.keys());
-  worklist ready(sh.p);
+  using Z = table_sizes<S>;
+  // (stage) the open group [pc, group_end), its unmatched count; when it was posted, completed
+  auto pc = make_array_or_vector<std::size_t, Z::p>(sh.p), group_end = pc, unmatched = pc;
+  auto clock = make_array_or_vector<std::uint64_t, Z::p>(sh.p), finish = clock;
+  // (key) whether one half of the message (its send or its recv) is posted, and when.
+  auto waiting = make_array_or_vector<std::uint8_t, Z::keys>(sh.keys());
+  auto posted_at = make_array_or_vector<std::uint64_t, Z::keys>(sh.keys());
+  worklist<Z::p> ready(sh.p);
 
-  // Post `x` of stage `st`; when its other half waits already, both complete.
+  // Post `x` of stage `st`; when its other half waits already, both complete. (The proof
+  // has shown that each key has exactly one send and one recv.)
   auto post = [&](const instruction& x, std::size_t st) {
     const std::size_t k = sh.key(x, st);
-    const std::uint8_t side = x.is_send() ? 1 : 2;
-    if (waiting[k] == 0) {
-      waiting[k] = side;
+    if (!waiting[k]) {
+      waiting[k] = 1;
       posted_at[k] = clock[st];
       return;
     }
@@ -508,7 +522,8 @@ consteval void raise(schedule_fault f) {
 // The proof alone (the buffered run), for make_schedule: cheaper than a full report.
 template <std::size_t P, std::size_t M, std::size_t V>
 consteval void prove(const schedule<P, M, V>& s) {
-  buffered_run<schedule<P, M, V>> run{s, schedule_costs{}, nullptr};
+  const schedule_costs costs{};
+  buffered_run<schedule<P, M, V>> run{s, costs, nullptr};
   run.run();
   raise(run.fault.fault);
 }

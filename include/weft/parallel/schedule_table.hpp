@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdlib>
 #include <span>
-#include <type_traits>
 #include <vector>
 
 namespace weft {
@@ -33,6 +32,30 @@ template <fixed_string Message>
 // receives and two sends; then reduce_grads and optimizer_step.
 constexpr std::size_t list_capacity(std::size_t m, std::size_t v) noexcept { return 6 * m * v + 2; }
 
+template <class T, std::size_t N>
+struct array_or_vector {
+  using type = std::array<T, N>;
+};
+template <class T>
+struct array_or_vector<T, dynamic> {
+  using type = std::vector<T>;
+};
+// std::array<T, N> for a compile-time N, std::vector<T> for `dynamic`. Constant evaluations
+// keep to arrays: nvcc's front end and clang cannot evaluate libstdc++ 12's std::vector.
+template <class T, std::size_t N>
+using array_or_vector_t = typename array_or_vector<T, N>::type;
+
+// `n` value-initialised elements: an array of N (n == N) or a vector of n.
+template <class T, std::size_t N>
+constexpr array_or_vector_t<T, N> make_array_or_vector(std::size_t n) {
+  if constexpr (N == dynamic) {
+    return std::vector<T>(n);
+  } else {
+    (void)n;
+    return std::array<T, N>{};
+  }
+}
+
 // `fits`: the stage index is in range and its list has room.
 constexpr void check_push(bool fits) {
   if (!fits)
@@ -50,7 +73,7 @@ struct schedule {
   static_assert(P != dynamic && M != dynamic && V != dynamic,
                 "weft::schedule: give all of P, M and V, or none. Use schedule<P, M, V> for compile-time "
                 "sizes or schedule<> for run-time sizes.");
-  static constexpr std::size_t static_stages = P;
+  static constexpr std::size_t static_stages = P, static_microbatches = M, static_chunks = V;
   /// Most instructions one stage's list can hold.
   static constexpr std::size_t capacity = detail::list_capacity(M, V);
 
@@ -76,7 +99,7 @@ struct schedule {
 /// Run-time sized lists; same interface as the compile-time one.
 template <>
 struct schedule<dynamic, dynamic, dynamic> {
-  static constexpr std::size_t static_stages = dynamic;
+  static constexpr std::size_t static_stages = dynamic, static_microbatches = dynamic, static_chunks = dynamic;
   static constexpr std::size_t capacity = dynamic;
 
   std::size_t p = 1, m = 1, v = 1;
@@ -94,16 +117,5 @@ struct schedule<dynamic, dynamic, dynamic> {
     ops[stage].push_back(i);
   }
 };
-
-namespace detail {
-template <class T>
-struct is_schedule : std::false_type {};
-template <std::size_t P, std::size_t M, std::size_t V>
-struct is_schedule<schedule<P, M, V>> : std::true_type {};
-}  // namespace detail
-
-/// Satisfied by `schedule<P, M, V>` and `schedule<>`.
-template <class T>
-concept schedule_like = detail::is_schedule<std::remove_cvref_t<T>>::value;
 
 }  // namespace weft

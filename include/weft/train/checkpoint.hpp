@@ -3,22 +3,28 @@
 // A checkpoint is a directory:
 //   model.safetensors      the parameters, by their dotted names; for `gpt` models exactly
 //                          Hugging Face GPT-2's names and layouts (Conv1D weights as (in, out)),
-//                          so transformers' GPT2LMHeadModel.from_pretrained(dir) loads it
+//                          so transformers' GPT2LMHeadModel.from_pretrained(dir) loads it;
+//                          metadata "step" (matched against the optimizer's on load)
 //   config.json            the Hugging Face config for gpt models (model_type "gpt2")
 //   optimizer.safetensors  AdamW moments "m.<name>", "v.<name>" in weft's layout, and in its
 //                          metadata the step count and the data sampler's position
-// Resuming restores all of it, so the loss curve continues bit for bit.
+// Resuming restores all of it, so the loss curve continues bit for bit. Loading checks the
+// model, every tensor's presence, shape and dtype, and the step first; on error the training
+// step is left unchanged.
 #include "weft/train/batch_sampler.hpp"     // sampler_state
 #include "weft/train/checkpoint_error.hpp"  // checkpoint_error
 #include "weft/train/safetensors.hpp"       // safetensors_writer, safetensors_file
 #include "weft/train/training_step.hpp"     // training_step
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 namespace weft {
@@ -70,16 +76,21 @@ void write_hf_config(const std::filesystem::path& file) {
 }
 }  // namespace detail
 
-/// Writes the parameters alone to one safetensors file (Hugging Face names and layouts).
+namespace detail {
+// The floating-point dtypes load_weights converts from.
+inline bool st_float_dtype(std::string_view d) { return d == "F32" || d == "F64" || d == "F16" || d == "BF16"; }
+
+// save_weights with extra metadata entries (save_checkpoint adds the step).
 template <class Plan>
-void save_weights(const training_step<Plan>& st, const std::filesystem::path& file) {
+void save_weights_with(const training_step<Plan>& st, const std::filesystem::path& file,
+                       const std::vector<std::pair<std::string, std::string>>& extra_metadata) {
   using T = typename Plan::value_type;
   safetensors_writer w;
   for (const param_info& p : st.parameter_infos()) {
     const T* src = st.params().data() + p.offset;
     if (p.export_as == export_layout::transposed && p.shape.size() == 2) {
       const std::size_t rows = p.shape[0], cols = p.shape[1];  // weft (out, in) -> file (in, out)
-      w.add(p.name, detail::st_dtype_name<T>(), detail::export_shape(p), [src, rows, cols](safetensors_sink& sink) {
+      w.add(p.name, st_dtype_name<T>(), export_shape(p), [src, rows, cols](safetensors_sink& sink) {
         std::vector<T> line(rows);
         for (std::size_t c = 0; c < cols; ++c) {
           for (std::size_t r = 0; r < rows; ++r) line[r] = src[r * cols + c];
@@ -87,33 +98,48 @@ void save_weights(const training_step<Plan>& st, const std::filesystem::path& fi
         }
       });
     } else {
-      w.add(p.name, detail::st_dtype_name<T>(), detail::export_shape(p), src, p.size * sizeof(T));
+      w.add(p.name, st_dtype_name<T>(), export_shape(p), src, p.size * sizeof(T));
     }
   }
   w.set_metadata("format", "pt");  // what transformers expects of a PyTorch-layout file
-  w.set_metadata("weft_model", detail::model_signature<Plan>());
+  w.set_metadata("weft_model", model_signature<Plan>());
+  for (const auto& [k, v] : extra_metadata) w.set_metadata(k, v);
   w.write(file);
 }
 
-/// Reads parameters from a safetensors file written by weft or by PyTorch/transformers
-/// (a "transformer." prefix is accepted; GPT-2's attention-mask buffers are ignored).
-/// Every parameter must be present with its shape; F32, F64, F16 and BF16 are converted.
+// The name of parameter `p` in `f` (as is, or under GPT2LMHeadModel's "transformer." prefix),
+// after checking that it is there with the right shape and a float dtype.
 template <class Plan>
-void load_weights(training_step<Plan>& st, const std::filesystem::path& file) {
+std::string checked_weight_name(const safetensors_file& f, const param_info& p) {
+  std::string name = p.name;
+  if (!f.contains(name) && f.contains("transformer." + name)) name = "transformer." + name;
+  if (!f.contains(name))
+    throw checkpoint_error("weft::load_weights: " + f.path() + " has no tensor '" + p.name +
+                           "'; it was saved for another model (this one: " + model_signature<Plan>() + ")");
+  const auto& info = f.info(name);
+  if (info.shape != export_shape(p))
+    throw checkpoint_error("weft::load_weights: " + f.path() + ": tensor '" + name + "' has shape " +
+                           train::detail::shape_string(info.shape) + ", this model needs " +
+                           train::detail::shape_string(export_shape(p)) + " (this model: " +
+                           model_signature<Plan>() + ")");
+  if (!st_float_dtype(info.dtype))
+    throw checkpoint_error("weft::load_weights: " + f.path() + ": tensor '" + name + "' has dtype " + info.dtype +
+                           "; parameters load from F32, F64, F16 or BF16");
+  return name;
+}
+
+// load_weights from an open file: checks every tensor first, so that a file that does not fit
+// leaves the parameters untouched.
+template <class Plan>
+void load_weights_from(training_step<Plan>& st, const safetensors_file& f) {
   using T = typename Plan::value_type;
-  const safetensors_file f = safetensors_file::open(file);
+  std::vector<std::string> names;
+  names.reserve(st.parameter_infos().size());
+  for (const param_info& p : st.parameter_infos()) names.push_back(checked_weight_name<Plan>(f, p));
   std::vector<T> tmp;
+  std::size_t i = 0;
   for (const param_info& p : st.parameter_infos()) {
-    std::string name = p.name;
-    if (!f.contains(name) && f.contains("transformer." + name)) name = "transformer." + name;
-    if (!f.contains(name))
-      throw checkpoint_error("weft::load_weights: " + file.string() + " has no tensor '" + p.name +
-                             "'; it was saved for another model (this one: " + detail::model_signature<Plan>() + ")");
-    const auto& info = f.info(name);
-    if (info.shape != detail::export_shape(p))
-      throw checkpoint_error("weft::load_weights: " + file.string() + ": tensor '" + name + "' has shape " +
-                             train::detail::shape_string(info.shape) + ", this model needs " +
-                             train::detail::shape_string(detail::export_shape(p)));
+    const std::string& name = names[i++];
     T* dst = st.params().data() + p.offset;
     if (p.export_as == export_layout::transposed && p.shape.size() == 2) {
       tmp.resize(p.size);
@@ -127,6 +153,32 @@ void load_weights(training_step<Plan>& st, const std::filesystem::path& file) {
   }
 }
 
+// A non-negative integer from checkpoint metadata.
+inline std::uint64_t parse_count(const std::string& text, const std::string& key, const std::string& file) {
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size())
+    throw checkpoint_error("weft::load_checkpoint: " + file + ": metadata '" + key + "' is '" + text +
+                           "', not a non-negative integer");
+  return v;
+}
+}  // namespace detail
+
+/// Writes the parameters alone to one safetensors file (Hugging Face names and layouts).
+template <class Plan>
+void save_weights(const training_step<Plan>& st, const std::filesystem::path& file) {
+  detail::save_weights_with(st, file, {});
+}
+
+/// Reads parameters from a safetensors file written by weft or by PyTorch/transformers
+/// (a "transformer." prefix is accepted; GPT-2's attention-mask buffers are ignored).
+/// Every parameter must be present with its shape; F32, F64, F16 and BF16 are converted; other
+/// tensors are ignored. All are checked before any is read: on error the parameters are unchanged.
+template <class Plan>
+void load_weights(training_step<Plan>& st, const std::filesystem::path& file) {
+  detail::load_weights_from(st, safetensors_file::open(file));
+}
+
 /// Saves parameters, config, optimizer state and position into directory `dir` (created).
 template <class Plan>
 void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path& dir, const checkpoint_state& cs = {}) {
@@ -134,7 +186,8 @@ void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path&
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw checkpoint_error("weft::save_checkpoint: cannot create " + dir.string() + " (" + ec.message() + ")");
-  save_weights(st, dir / "model.safetensors");
+  // The step in both files tells a torn save (a crash between the two writes) on load.
+  detail::save_weights_with(st, dir / "model.safetensors", {{"step", std::to_string(st.step_count())}});
   detail::write_hf_config<Plan>(dir / "config.json");
   safetensors_writer w;
   for (const param_info& p : st.parameter_infos()) {
@@ -150,31 +203,60 @@ void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path&
 }
 
 /// Restores what save_checkpoint wrote; returns the saved position for the data sampler.
+/// Checks everything (model, tensors, shapes, step) before changing `st`: on error it is unchanged.
 template <class Plan>
 checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem::path& dir) {
   using T = typename Plan::value_type;
-  if (!std::filesystem::is_directory(dir))
-    throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " is not a checkpoint directory");
-  const safetensors_file opt = safetensors_file::open(dir / "optimizer.safetensors");
+  std::error_code ec;
+  if (!std::filesystem::exists(dir, ec))
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " does not exist (no checkpoint there)");
+  if (!std::filesystem::is_directory(dir, ec))
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() +
+                           " is not a directory; a checkpoint is a directory written by save_checkpoint");
+  const std::filesystem::path opt_path = dir / "optimizer.safetensors", model_path = dir / "model.safetensors";
+  if (!std::filesystem::exists(opt_path, ec))
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() +
+                           " has no optimizer.safetensors (weights only? load them with load_weights)");
+  const safetensors_file opt = safetensors_file::open(opt_path);
   const auto& md = opt.metadata();
   auto get = [&](const std::string& key) -> std::string {
     const auto it = md.find(key);
     if (it == md.end())
-      throw checkpoint_error("weft::load_checkpoint: " + (dir / "optimizer.safetensors").string() + " lacks metadata '" + key + "'");
+      throw checkpoint_error("weft::load_checkpoint: " + opt_path.string() + " lacks metadata '" + key + "'");
     return it->second;
   };
   if (get("weft_model") != detail::model_signature<Plan>())
     throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " holds a different model (" + get("weft_model") +
                            "); this program trains " + detail::model_signature<Plan>());
-  load_weights(st, dir / "model.safetensors");
+  checkpoint_state cs;
+  const std::uint64_t step = detail::parse_count(get("step"), "step", opt_path.string());
+  cs.sampler.seed = detail::parse_count(get("sampler_seed"), "sampler_seed", opt_path.string());
+  cs.sampler.step = detail::parse_count(get("sampler_step"), "sampler_step", opt_path.string());
+  // The moments: present, in weft's shapes, floating point.
+  for (const param_info& p : st.parameter_infos()) {
+    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
+    for (const std::string& name : {"m." + p.name, "v." + p.name}) {
+      if (!opt.contains(name))
+        throw checkpoint_error("weft::load_checkpoint: " + opt_path.string() + " has no tensor '" + name + "'");
+      const auto& info = opt.info(name);
+      if (info.shape != shape || !detail::st_float_dtype(info.dtype))
+        throw checkpoint_error("weft::load_checkpoint: " + opt_path.string() + ": tensor '" + name + "' is " +
+                               info.dtype + " " + train::detail::shape_string(info.shape) + ", this model needs " +
+                               std::string(detail::st_dtype_name<T>()) + " " + train::detail::shape_string(shape));
+    }
+  }
+  const safetensors_file model = safetensors_file::open(model_path);
+  const auto ms = model.metadata().find("step");
+  if (ms != model.metadata().end() && ms->second != std::to_string(step))
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() + ": model.safetensors is of step " + ms->second +
+                           " but optimizer.safetensors of step " + std::to_string(step) +
+                           " (an interrupted save?)");
+  detail::load_weights_from(st, model);  // checks all its tensors before writing any
   for (const param_info& p : st.parameter_infos()) {
     opt.read_as("m." + p.name, std::span<T>(st.adam_m().data() + p.offset, p.size));
     opt.read_as("v." + p.name, std::span<T>(st.adam_v().data() + p.offset, p.size));
   }
-  st.set_step_count(std::stoull(get("step")));
-  checkpoint_state cs;
-  cs.sampler.seed = std::stoull(get("sampler_seed"));
-  cs.sampler.step = std::stoull(get("sampler_step"));
+  st.set_step_count(static_cast<std::size_t>(step));
   return cs;
 }
 

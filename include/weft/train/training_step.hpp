@@ -120,6 +120,14 @@ class training_step {
   const train_options& options() const { return options_; }
   train_options& options() { return options_; }
   std::size_t step_count() const { return step_; }
+  /// Called during backward as gradients become final (see grad_ready_hook); {} to stop.
+  void set_grad_ready(grad_ready_hook hook) { grad_ready_ = hook; }
+  /// The contiguous runs of parameters with and without weight decay.
+  struct group {
+    std::size_t offset, size;
+    bool decay;
+  };
+  const std::vector<group>& parameter_groups() const { return groups_; }
   void set_step_count(std::size_t s) { step_ = s; }
 
   /// The model's frame over this arena (grads: whether backward may write gradients).
@@ -132,6 +140,7 @@ class training_step {
     f.root_params = f.params;
     f.root_grads = f.grads;
     f.tokens = section<std::int32_t>(Plan::tokens);
+    if (with_grads) f.grad_ready = grad_ready_;
     return f;
   }
 
@@ -219,10 +228,6 @@ class training_step {
   }
 
  private:
-  struct group {
-    std::size_t offset, size;
-    bool decay;
-  };
   static double mean_loss(const T* losses) {
     double s = 0;
     for (std::size_t i = 0; i < rows; ++i) s += static_cast<double>(losses[i]);
@@ -234,6 +239,7 @@ class training_step {
   std::vector<param_info> infos_;
   std::vector<group> groups_;
   std::size_t step_ = 0;
+  grad_ready_hook grad_ready_{};
 };
 
 }  // namespace weft

@@ -1,0 +1,236 @@
+#pragma once
+// ---- data_parallel_step: data parallelism and ZeRO stages 0-3 over a communicator ----
+// Each rank of the data-parallel group runs the same local training step on its rows of the
+// global batch; gradients are averaged across the group. ZeRO (Rajbhandari et al. 2020):
+//   zero<0>  gradients all-reduced in buckets of `bucket_bytes`, each started (non-blocking)
+//            during the last micro-batch's backward as soon as its gradients are final;
+//            every rank updates every parameter (optimizer state replicated)
+//   zero<1>  same reduction; each rank keeps the AdamW moments of its shard only, updates its
+//            shard, and the shards are all-gathered into the parameters
+//   zero<2>  gradients reduce-scattered (each rank gets the sum of its shard only)
+//   zero<3>  parameters sharded too: the rank's shard is the master copy, all-gathered into
+//            the working parameters before each step's forward
+// Shards are contiguous runs of the parameter block, as even as the count allows.
+// Equivalence: N steps give the losses and parameters of one process running the whole
+// global batch (dp · micro · grad_accum sequences), up to the order of floating-point sums.
+#include "weft/comm/communicator.hpp"    // communicator, reduce_op
+#include "weft/model/layer.hpp"          // grad_ready_hook
+#include "weft/ops/adamw.hpp"            // adamw_step
+#include "weft/train/training_step.hpp"  // training_step, train_options, step_metrics
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace weft {
+
+/// Data parallelism with ZeRO stage `Zero` for `Plan` over the data-parallel group `Comm`.
+template <class Plan, class Comm, std::size_t Zero = 0>
+  requires communicator<Comm>
+class data_parallel_step {
+  static_assert(Zero <= 3, "weft::data_parallel_step: ZeRO stages are 0, 1, 2 and 3. Use zero<0> to zero<3>.");
+
+ public:
+  using T = typename Plan::value_type;
+  using local_step = training_step<Plan>;
+  static constexpr std::size_t zero_stage = Zero;
+  static constexpr std::size_t P = Plan::param_count;
+
+  /// `group` is this rank's data-parallel group (the world, or a split of it).
+  data_parallel_step(Comm& group, train_options options = {}, std::size_t bucket_bytes = std::size_t{25} << 20)
+      : group_(group), local_(options), dp_(static_cast<std::size_t>(group.size())),
+        rank_(static_cast<std::size_t>(group.rank())) {
+    // ---- shards: dp contiguous runs ----
+    counts_.resize(dp_);
+    offsets_.resize(dp_);
+    for (std::size_t r = 0, acc = 0; r < dp_; ++r) {
+      const std::size_t n = P / dp_ + (r < P % dp_ ? 1 : 0);
+      counts_[r] = static_cast<int>(n);
+      offsets_[r] = acc;
+      acc += n;
+    }
+    shard_begin_ = offsets_[rank_];
+    shard_size_ = static_cast<std::size_t>(counts_[rank_]);
+    if constexpr (Zero >= 1) {
+      m_.assign(shard_size_, T{0});
+      v_.assign(shard_size_, T{0});
+      send_.assign(shard_size_, T{0});
+      // Decay runs of this rank's shard, from the model's parameter groups.
+      for (const auto& g : local_.parameter_groups()) {
+        const std::size_t b = std::max(g.offset, shard_begin_), e = std::min(g.offset + g.size, shard_begin_ + shard_size_);
+        if (b < e) shard_groups_.push_back({b, e - b, g.decay});
+      }
+    }
+    if constexpr (Zero >= 2) grad_shard_.assign(shard_size_, T{0});
+    if constexpr (Zero == 3) {
+      auto p = local_.params();
+      master_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
+                     p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
+    }
+    // ---- buckets over the parameter block, reduced last-first as backward finishes them ----
+    if constexpr (Zero <= 1) {
+      const std::size_t per = std::max<std::size_t>(1, bucket_bytes / sizeof(T));
+      for (std::size_t end = P; end > 0;) {
+        const std::size_t begin = end > per ? end - per : 0;
+        buckets_.push_back({begin, end});
+        end = begin;
+      }
+      requests_.resize(buckets_.size());
+      local_.set_grad_ready({&data_parallel_step::on_grads_final, this});
+    }
+  }
+
+  data_parallel_step(const data_parallel_step&) = delete;
+  data_parallel_step& operator=(const data_parallel_step&) = delete;
+
+  local_step& local() { return local_; }
+  const local_step& local() const { return local_; }
+  std::size_t shard_begin() const { return shard_begin_; }
+  std::size_t shard_size() const { return shard_size_; }
+  std::size_t buckets() const { return buckets_.size(); }
+  /// Buckets whose reduction started before backward ended, in the last step.
+  std::size_t buckets_overlapped() const { return overlapped_; }
+  std::size_t step_count() const { return local_.step_count(); }
+
+  /// One optimizer step. `fill(tokens, targets)` writes this rank's rows of each micro-batch.
+  template <class Fill>
+  step_metrics step(Fill&& fill) {
+    const auto t0 = std::chrono::steady_clock::now();
+    if constexpr (Zero == 3) gather_parameters();
+    auto grads = local_.grads();
+    std::fill(grads.begin(), grads.end(), T{0});
+    const std::size_t k = local_.options().grad_accum;
+    const T scale = static_cast<T>(1.0 / static_cast<double>(Plan::rows * k * dp_));
+    double loss_sum = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      fill(local_.tokens(), local_.targets());
+      reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
+      next_bucket_ = 0;
+      overlapped_ = 0;
+      loss_sum += local_.accumulate(scale);
+      reducing_ = false;
+    }
+    finish_reduction();
+
+    step_metrics m;
+    m.grad_norm = clip();
+    m.lr = update();
+    m.step = local_.step_count();
+    double loss = loss_sum / static_cast<double>(k);
+    group_.all_reduce(std::span<double>(&loss, 1), reduce_op::sum);
+    m.loss = loss / static_cast<double>(dp_);
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.tokens_per_second = static_cast<double>(Plan::rows * k * dp_) / m.seconds;
+    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
+    return m;
+  }
+
+  /// Makes local().params() the current parameters on every rank (a no-op below ZeRO-3).
+  void gather_parameters() {
+    if constexpr (Zero == 3) group_.all_gather_v(std::span<const T>(master_), local_.params(), counts_);
+  }
+
+  /// Mean loss over the group of `batches` micro-batches per rank.
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    gather_parameters();
+    double loss = local_.evaluate(fill, batches);
+    group_.all_reduce(std::span<double>(&loss, 1), reduce_op::sum);
+    return loss / static_cast<double>(dp_);
+  }
+
+ private:
+  struct range {
+    std::size_t begin, end;
+  };
+
+  // Backward reports: gradients at offsets >= from are final. Start every bucket inside.
+  static void on_grads_final(void* self, std::size_t from) {
+    auto& s = *static_cast<data_parallel_step*>(self);
+    if (!s.reducing_) return;
+    while (s.next_bucket_ < s.buckets_.size() && s.buckets_[s.next_bucket_].begin >= from) {
+      s.start_bucket(s.next_bucket_++);
+      ++s.overlapped_;
+    }
+  }
+  void start_bucket(std::size_t b) {
+    const auto g = local_.grads().subspan(buckets_[b].begin, buckets_[b].end - buckets_[b].begin);
+    requests_[b] = group_.iall_reduce(g, reduce_op::sum);
+  }
+
+  void finish_reduction() {
+    if constexpr (Zero <= 1) {
+      while (next_bucket_ < buckets_.size()) start_bucket(next_bucket_++);  // whatever backward did not start
+      for (auto& r : requests_) r.wait();
+    } else {
+      group_.reduce_scatter_v(std::span<const T>(local_.grads()), std::span<T>(grad_shard_), counts_);
+    }
+  }
+
+  // The gradients this rank updates with: all of them (zero 0), or its shard.
+  std::span<T> owned_grads() {
+    if constexpr (Zero >= 2) return std::span<T>(grad_shard_);
+    else if constexpr (Zero == 1) return local_.grads().subspan(shard_begin_, shard_size_);
+    else return local_.grads();
+  }
+
+  // Global L2 norm, then scale to the clip. Sharded gradients sum their squares over the group.
+  double clip() {
+    auto g = owned_grads();
+    double sq = 0;
+    for (T x : g) sq += static_cast<double>(x) * static_cast<double>(x);
+    if constexpr (Zero >= 1) group_.all_reduce(std::span<double>(&sq, 1), reduce_op::sum);
+    const double norm = std::sqrt(sq);
+    const float c = local_.options().grad_clip;
+    if (c > 0 && norm > c) {
+      const T s = static_cast<T>(c / norm);
+      for (T& x : g) x *= s;
+    }
+    return norm;
+  }
+
+  double update() {
+    if constexpr (Zero == 0) {
+      return local_.apply_optimizer();  // identical on every rank
+    } else {
+      const auto& o = local_.options().optimizer;
+      const double lr = local_.options().schedule.at(local_.step_count(), o.lr);
+      local_.set_step_count(local_.step_count() + 1);
+      const int t = static_cast<int>(local_.step_count());
+      T* params = Zero == 3 ? master_.data() - static_cast<std::ptrdiff_t>(shard_begin_) : local_.params().data();
+      T* grads = Zero >= 2 ? grad_shard_.data() - static_cast<std::ptrdiff_t>(shard_begin_) : local_.grads().data();
+      for (const auto& g : shard_groups_) {
+        const std::size_t at = g.offset - shard_begin_;
+        ops::adamw_step(params + g.offset, grads + g.offset, m_.data() + at, v_.data() + at, g.size,
+                        static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
+      }
+      if constexpr (Zero <= 2) {
+        // Every rank's updated shard into everyone's parameters.
+        auto p = local_.params();
+        std::copy_n(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_), shard_size_, send_.begin());
+        group_.all_gather_v(std::span<const T>(send_), p, counts_);
+      }
+      return lr;
+    }
+  }
+
+  Comm& group_;
+  local_step local_;
+  std::size_t dp_, rank_;
+  std::vector<int> counts_;
+  std::vector<std::size_t> offsets_;
+  std::size_t shard_begin_ = 0, shard_size_ = 0;
+  std::vector<T> m_, v_, send_, grad_shard_, master_;
+  std::vector<typename local_step::group> shard_groups_;
+  std::vector<range> buckets_;
+  std::vector<typename Comm::request> requests_;
+  std::size_t next_bucket_ = 0, overlapped_ = 0;
+  bool reducing_ = false;
+};
+
+}  // namespace weft

@@ -1,0 +1,108 @@
+// Data parallelism and ZeRO 0-3 reproduce the single-process run: under mpirun, every rank
+// runs the distributed step on its rows, and also (cheaply, the models are tiny) the
+// single-process reference over the whole global batch; after several steps the losses and
+// the (gathered) parameters must agree. f64 tightly, f32 looser.
+//   mpirun -np 2 mpi_dp_equivalence <gpt|llama> <zero 0-3> <f64|f32> [steps]
+#include "mpi_check.hpp"  // WEFT_CHECK, finish
+
+#include <weft/comm/mpi.hpp>
+#include <weft/model.hpp>
+#include <weft/parallel.hpp>
+#include <weft/train/data_parallel_step.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+using namespace weft;
+
+using gpt_t = gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<2>, depth<2>>>;
+using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<2>>>;
+constexpr std::size_t B = 2, S = 8, K = 2;  // per rank: micro-batches of 2 sequences, 2 per step
+
+// Token of (step, global micro-batch row, position): any fixed function will do.
+std::int32_t token_at(std::size_t step, std::size_t micro, std::size_t row, std::size_t pos, std::size_t V) {
+  std::uint64_t h = step * 1000003u + micro * 10007u + row * 101u + pos;
+  h ^= h >> 17, h *= 0xed5ad4bbu, h ^= h >> 11;
+  return static_cast<std::int32_t>(h % V);
+}
+
+template <class Model, class T, std::size_t Zero>
+void run(mpi_communicator& world, std::size_t steps, double tol) {
+  using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
+  const std::size_t dp = static_cast<std::size_t>(world.size()), rank = static_cast<std::size_t>(world.rank());
+  train_options o;
+  o.optimizer.lr = 1e-2f;
+  o.schedule = {2, steps, 0.1f};
+  o.grad_clip = 0.5f;  // small enough to clip: the sharded norm must be right
+  o.grad_accum = K;
+  data_parallel_step<P, mpi_communicator, Zero> dist(world, o, /*bucket_bytes=*/512);
+
+  train_options ro = o;
+  ro.grad_accum = K * dp;  // the reference sees every rank's micro-batches
+  training_step<P> ref(ro);
+
+  for (std::size_t s = 0; s < steps; ++s) {
+    std::size_t i = 0;
+    const auto md = dist.step([&](auto tok, auto tgt) {  // this rank's rows of micro-batch i
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < S; ++t) {
+          tok[b * S + t] = token_at(s, i, rank * B + b, t, Model::vocab_size);
+          tgt[b * S + t] = token_at(s, i, rank * B + b, t + 1, Model::vocab_size);
+        }
+      ++i;
+    });
+    std::size_t j = 0;
+    const auto mr = ref.step([&](auto tok, auto tgt) {  // micro j = rank j / K's micro j % K
+      const std::size_t r = j / K, mi = j % K;
+      for (std::size_t b = 0; b < B; ++b)
+        for (std::size_t t = 0; t < S; ++t) {
+          tok[b * S + t] = token_at(s, mi, r * B + b, t, Model::vocab_size);
+          tgt[b * S + t] = token_at(s, mi, r * B + b, t + 1, Model::vocab_size);
+        }
+      ++j;
+    });
+    WEFT_CHECK(std::abs(md.loss - mr.loss) <= tol * std::abs(mr.loss));
+    WEFT_CHECK(std::abs(md.grad_norm - mr.grad_norm) <= tol * mr.grad_norm);
+    if (world.rank() == 0 && std::abs(md.loss - mr.loss) > tol * std::abs(mr.loss))
+      std::fprintf(stderr, "step %zu: loss %.17g vs reference %.17g\n", s, md.loss, mr.loss);
+  }
+  dist.gather_parameters();
+  double worst = 0;
+  const auto a = dist.local().params(), b = ref.params();
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) /
+                                std::max(1e-3, std::abs(static_cast<double>(b[i]))));
+  WEFT_CHECK(worst <= tol * 10);
+  WEFT_CHECK(dist.step_count() == steps);
+  if constexpr (Zero <= 1) WEFT_CHECK(dist.buckets_overlapped() > 0);  // reduction overlapped backward
+  if (world.rank() == 0)
+    std::printf("zero<%zu> %s: %zu steps, %zu buckets, worst parameter difference %.3g (tolerance %.1g)\n", Zero,
+                sizeof(T) == 8 ? "f64" : "f32", steps, dist.buckets(), worst, tol * 10);
+}
+
+template <class Model, class T>
+void dispatch(mpi_communicator& world, int zero, std::size_t steps, double tol) {
+  switch (zero) {
+    case 0: run<Model, T, 0>(world, steps, tol); break;
+    case 1: run<Model, T, 1>(world, steps, tol); break;
+    case 2: run<Model, T, 2>(world, steps, tol); break;
+    default: run<Model, T, 3>(world, steps, tol); break;
+  }
+}
+
+int main(int argc, char** argv) {
+  auto world = mpi::world(argc, argv);
+  test::world_rank = world.rank();
+  const std::string model = argc > 1 ? argv[1] : "gpt";
+  const int zero = argc > 2 ? std::atoi(argv[2]) : 0;
+  const std::string dtype = argc > 3 ? argv[3] : "f64";
+  const std::size_t steps = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 4;
+  const bool f64 = dtype == "f64";
+  const double tol = f64 ? 1e-10 : 2e-4;
+  if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, zero, steps, tol) : dispatch<gpt_t, float>(world, zero, steps, tol);
+  else f64 ? dispatch<llama_t, double>(world, zero, steps, tol) : dispatch<llama_t, float>(world, zero, steps, tol);
+  return test::finish(world, ("dp_equivalence " + model + " zero " + std::to_string(zero) + " " + dtype).c_str());
+}
