@@ -52,3 +52,9 @@ if(WEFT_PYTHON)
 else()
   message(STATUS "weft: no python3 - the safetensors and GPT-2 checkpoint cross-checks are skipped")
 endif()
+
+# ---- the schedule timeline tool writes an SVG ----
+if(TARGET schedule_svg)
+  add_test(NAME tools.schedule_svg COMMAND schedule_svg interleaved 4 8 2)
+  set_tests_properties(tools.schedule_svg PROPERTIES LABELS tools PASS_REGULAR_EXPRESSION "</svg>")
+endif()

@@ -328,6 +328,13 @@ TEST_CASE("hand-written faults are found where they are", "[parallel][schedule]"
   CHECK((r.fault_stage == 0 && r.fault_index == 1));
 }
 
+TEST_CASE("push() past the end of a run-time schedule throws the compile-time message", "[parallel][schedule]") {
+  schedule<> s(2, 1, 1);  // room for 6 * 1 * 1 + 2 = 8 instructions per stage
+  for (int k = 0; k < 8; ++k) s.push(0, instruction::forward(0));
+  CHECK_THROWS_WITH(s.push(0, instruction::forward(0)), Catch::Contains("weft::schedule: push() past the end"));
+  CHECK_THROWS_AS(s.push(2, instruction::forward(0)), std::logic_error);  // no stage 2
+}
+
 TEST_CASE("costs: latency and update time lengthen the step", "[parallel][schedule]") {
   const auto s = make_schedule(schedule_kind::one_f_one_b, 4, 8);
   const auto base = simulate(s);

@@ -11,8 +11,8 @@
 
 #include <array>
 #include <cstddef>
-#include <cstdlib>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 namespace weft {
@@ -22,10 +22,10 @@ namespace detail {
 // A schedule error found during constant evaluation. Not constexpr on purpose: reaching a
 // call stops the compilation, and g++ prints `Message` (the template argument) in the
 // error, e.g. "call to non-'constexpr' function ... [with ... Message = "weft::schedule:
-// deadlock ..."]". At run time (the dynamic schedule) it aborts.
+// deadlock ..."]". At run time (push() on a schedule<>) it throws std::logic_error.
 template <fixed_string Message>
 [[noreturn]] inline void schedule_error() {
-  std::abort();
+  throw std::logic_error(Message.c_str());
 }
 
 // Longest valid list: per (micro-batch, chunk) one forward, one backward and at most two

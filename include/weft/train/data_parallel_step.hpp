@@ -30,20 +30,28 @@
 namespace weft {
 
 /// Data parallelism with ZeRO stage `Zero` for `Plan` over the data-parallel group `Comm`.
-template <class Plan, class Comm, std::size_t Zero = 0>
+/// `Local` is what one model-parallel rank computes: training_step<Plan> (the default), or a
+/// tensor-/pipeline-parallel step with the same members (params, grads, tokens, targets,
+/// accumulate, options, parameter_groups, step counts, apply_optimizer, set_grad_ready,
+/// evaluate, and model_parallel_sum(double) that sums a squared-norm contribution over the
+/// model-parallel ranks, replicated parameters counted once).
+template <class Plan, class Comm, std::size_t Zero = 0, class Local = training_step<Plan>>
   requires communicator<Comm>
 class data_parallel_step {
   static_assert(Zero <= 3, "weft::data_parallel_step: ZeRO stages are 0, 1, 2 and 3. Use zero<0> to zero<3>.");
 
  public:
   using T = typename Plan::value_type;
-  using local_step = training_step<Plan>;
+  using local_step = Local;
   static constexpr std::size_t zero_stage = Zero;
-  static constexpr std::size_t P = Plan::param_count;
 
   /// `group` is this rank's data-parallel group (the world, or a split of it).
   data_parallel_step(Comm& group, train_options options = {}, std::size_t bucket_bytes = std::size_t{25} << 20)
-      : group_(group), local_(options), dp_(static_cast<std::size_t>(group.size())),
+      : data_parallel_step(group, local_step(options), bucket_bytes) {}
+
+  /// Wraps a local step built by the caller (tensor- or pipeline-parallel ones need their groups).
+  data_parallel_step(Comm& group, local_step&& local, std::size_t bucket_bytes = std::size_t{25} << 20)
+      : group_(group), local_(std::move(local)), P(local_.params().size()), dp_(static_cast<std::size_t>(group.size())),
         rank_(static_cast<std::size_t>(group.rank())) {
     // ---- shards: dp contiguous runs ----
     counts_.resize(dp_);
@@ -183,8 +191,13 @@ class data_parallel_step {
   double clip() {
     auto g = owned_grads();
     double sq = 0;
-    for (T x : g) sq += static_cast<double>(x) * static_cast<double>(x);
-    if constexpr (Zero >= 1) group_.all_reduce(std::span<double>(&sq, 1), reduce_op::sum);
+    if constexpr (Zero >= 1) {
+      for (T x : g) sq += static_cast<double>(x) * static_cast<double>(x);
+      group_.all_reduce(std::span<double>(&sq, 1), reduce_op::sum);
+      sq = local_.model_parallel_sum(sq);
+    } else {
+      sq = local_.grad_norm_squared();  // all gradients are here; the local step knows its replicas
+    }
     const double norm = std::sqrt(sq);
     const float c = local_.options().grad_clip;
     if (c > 0 && norm > c) {
@@ -221,6 +234,7 @@ class data_parallel_step {
 
   Comm& group_;
   local_step local_;
+  std::size_t P;  // elements of this rank's parameter block
   std::size_t dp_, rank_;
   std::vector<int> counts_;
   std::vector<std::size_t> offsets_;

@@ -90,6 +90,7 @@ class training_step {
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
   using frame_type = frame<T, B, S, model>;
 
+  training_step(training_step&&) noexcept = default;
   explicit training_step(train_options options = {})
       : options_(options),
         arena_(static_cast<std::byte*>(::operator new[](Plan::bytes_per_rank, std::align_val_t{64}))),
@@ -190,12 +191,20 @@ class training_step {
     return m;
   }
 
+  /// Sum of squared gradients of this rank's parameters (model-parallel steps count replicas once).
+  double grad_norm_squared() const {
+    const T* g = section(Plan::grads);
+    double sq = 0;
+    for (std::size_t i = 0; i < Plan::param_count; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    return sq;
+  }
+  /// A squared-norm contribution summed over the model-parallel ranks: one rank here.
+  double model_parallel_sum(double local) const { return local; }
+
   /// Global L2 norm of grads(); scales them down to grad_clip when above it. Returns the norm before.
   double clip_gradients() {
     T* g = section(Plan::grads);
-    double sq = 0;
-    for (std::size_t i = 0; i < Plan::param_count; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    const double norm = std::sqrt(sq);
+    const double norm = std::sqrt(grad_norm_squared());
     if (options_.grad_clip > 0 && norm > options_.grad_clip) {
       const T s = static_cast<T>(options_.grad_clip / norm);
       for (std::size_t i = 0; i < Plan::param_count; ++i) g[i] *= s;
