@@ -70,11 +70,14 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
       std::fprintf(stderr, "step %zu: loss %.17g vs reference %.17g\n", s, md.loss, mr.loss);
   }
   dist.gather_parameters();
+  // f64: relative difference (floor 1e-3); f32: absolute, since AdamW turns the rounding noise of a
+  // near-zero gradient into an update of either sign for tiny parameters.
   double worst = 0;
   const auto a = dist.local().params(), b = ref.params();
-  for (std::size_t i = 0; i < a.size(); ++i)
-    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) /
-                                std::max(1e-3, std::abs(static_cast<double>(b[i]))));
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i]));
+    worst = std::max(worst, sizeof(T) == 8 ? d / std::max(1e-3, std::abs(static_cast<double>(b[i]))) : d);
+  }
   WEFT_CHECK(worst <= tol * 10);
   WEFT_CHECK(dist.step_count() == steps);
   if constexpr (Zero <= 1) WEFT_CHECK(dist.buckets_overlapped() > 0);  // reduction overlapped backward
@@ -101,7 +104,7 @@ int main(int argc, char** argv) {
   const std::string dtype = argc > 3 ? argv[3] : "f64";
   const std::size_t steps = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 4;
   const bool f64 = dtype == "f64";
-  const double tol = f64 ? 1e-10 : 2e-4;
+  const double tol = f64 ? 1e-10 : 1e-5;
   if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, zero, steps, tol) : dispatch<gpt_t, float>(world, zero, steps, tol);
   else f64 ? dispatch<llama_t, double>(world, zero, steps, tol) : dispatch<llama_t, float>(world, zero, steps, tol);
   return test::finish(world, ("dp_equivalence " + model + " zero " + std::to_string(zero) + " " + dtype).c_str());

@@ -32,8 +32,10 @@ int run(int argc, char** argv, std::string_view mode) {
   const int me = world.rank(), culprit = 1 % world.size();
 
   if (mode == "bad_input") {  // one rank cannot read its input; all reach the check
+    // example-begin collective-check
     const bool ok = me != culprit;
     collective_check(world, ok, "failure_modes: bad input: shard " + std::to_string(me) + " is missing", 3);
+    // example-end collective-check
   } else if (mode == "all_bad") {  // every rank fails the same check: still one line
     collective_check(world, false, "failure_modes: bad input everywhere", 3);
   } else if (mode == "bad_input_in_row") {  // a check over a sub-group ends the whole job

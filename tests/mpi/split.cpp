@@ -73,6 +73,26 @@ int main(int argc, char** argv) {
   parity.all_reduce(count, reduce_op::sum);
   WEFT_CHECK(count[0] == same_parity);
 
+  // ---- the example of docs/communication.md: a (dp, tp) grid, a gradient sum, a ZeRO shard ----
+  {
+    // example-begin comm-grid
+    const int tp = 2;                                           // (dp, tp) grid, row-major
+    auto tp_group = world.split(world.rank() / tp, world.rank() % tp);
+    auto dp_group = world.split(world.rank() % tp, world.rank() / tp);
+
+    std::vector<float> grads(dp_group.size() * 512, 1.0f);     // (params), a multiple of dp
+    dp_group.all_reduce(grads, weft::reduce_op::sum);          // data-parallel gradient sum
+
+    std::vector<float> shard(grads.size() / dp_group.size());  // (params / dp)
+    dp_group.reduce_scatter(grads, shard);                     // ZeRO: each rank keeps its shard
+    dp_group.all_gather(shard, grads);                         // ... and gathers the update
+    // example-end comm-grid
+    WEFT_CHECK(tp_group.size() == tp && tp_group.rank() == me % tp);
+    WEFT_CHECK(dp_group.size() == size / tp && dp_group.rank() == me / tp);
+    const float dp = static_cast<float>(dp_group.size());
+    for (float g : grads) WEFT_CHECK(g == dp * dp);  // summed twice over dp ranks
+  }
+
   // sub-communicators outlive nothing: they are freed here before the world finalises
   return test::finish(world, "mpi_split");
 }

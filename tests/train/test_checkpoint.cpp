@@ -100,6 +100,7 @@ void check_bit_identical_resume(train_options o, std::size_t n) {
   weft_test::temp_dir tmp;
   const fs::path dir = tmp / "ckpt";
   curve got;
+  // example-begin checkpoint-resume
   {
     training_step<Plan> first(o);
     batch_sampler<Plan::B, Plan::S> sampler(data, data_seed);
@@ -116,6 +117,7 @@ void check_bit_identical_resume(train_options o, std::size_t n) {
   CHECK(cs.sampler.step == n * o.grad_accum);
   CHECK(resumed.step_count() == n);
   run_steps(resumed, sampler, n, got);
+  // example-end checkpoint-resume
 
   INFO("straight: " << curve_string(want.loss));
   INFO("resumed:  " << curve_string(got.loss));

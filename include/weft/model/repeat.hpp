@@ -2,7 +2,8 @@
 // ---- repeat: N copies of a layer, chained (the transformer's stack of blocks) ----
 // The copies share one type, so compile time does not grow with N: copy i's parameters sit at
 // i * Block::param_count, its kept activations at i * Block::kept_count, and the inputs of
-// copies 1..N-1 after those.
+// copies 1..N-1 after those. `First` numbers the copies from First on: a pipeline stage that
+// holds blocks 4..7 of a model is repeat<4, Block, 4>, its parameters still "4.…" to "7.…".
 #include "weft/core/diagnostics.hpp"  // diag::equal
 #include "weft/model/layer.hpp"       // layer, frame
 
@@ -13,14 +14,16 @@
 
 namespace weft {
 
-/// `repeat<12, block<...>>`: parameters named "0.…", "1.…", … (under a `named` prefix: "h.0.…").
-template <std::size_t N, layer Block>
+/// `repeat<12, block<...>>`: parameters named "0.…", "1.…", … (under a `named` prefix: "h.0.…");
+/// `repeat<N, Block, First>` names them First, First+1, …, First+N-1.
+template <std::size_t N, layer Block, std::size_t First = 0>
 struct repeat {
   static_assert(N > 0, "weft::repeat: zero copies. Use repeat<N, Block> with N >= 1.");
   static constexpr bool width_preserving = diag::equal<Block::in_width, Block::out_width>;
   static_assert(width_preserving, "weft::repeat: the block changes the width, so copies cannot be chained. Repeat only width-preserving blocks.");
   using block_type = Block;
   static constexpr std::size_t count = N;
+  static constexpr std::size_t first = First;
   static constexpr std::size_t in_width = Block::in_width;
   static constexpr std::size_t out_width = Block::out_width;
   static constexpr std::size_t param_count = N * Block::param_count;
@@ -33,20 +36,21 @@ struct repeat {
 
   static constexpr std::size_t find_param(std::string_view path) {
     // The copy index, written as visit_params writes it: decimal, no leading zeros ("01" names
-    // nothing), below N (checked per digit, so a long run of digits cannot wrap around).
+    // nothing), in [First, First + N) (the bound checked per digit, so a long run of digits
+    // cannot wrap around).
     std::size_t i = 0, k = 0;
     while (k < path.size() && path[k] >= '0' && path[k] <= '9') {
       i = i * 10 + static_cast<std::size_t>(path[k++] - '0');
-      if (i >= N) return npos_param;
+      if (i >= First + N) return npos_param;
     }
-    if (k == 0 || (k > 1 && path[0] == '0') || k >= path.size() || path[k] != '.') return npos_param;
+    if (k == 0 || (k > 1 && path[0] == '0') || k >= path.size() || path[k] != '.' || i < First) return npos_param;
     const std::size_t o = Block::find_param(path.substr(k + 1));
-    return o == npos_param ? npos_param : i * Block::param_count + o;
+    return o == npos_param ? npos_param : (i - First) * Block::param_count + o;
   }
   template <class F>
   static void visit_params(const std::string& prefix, std::size_t base, const init_context& ic, F&& f) {
     for (std::size_t i = 0; i < N; ++i)
-      Block::visit_params(prefix + std::to_string(i) + ".", base + i * Block::param_count, ic, f);
+      Block::visit_params(prefix + std::to_string(First + i) + ".", base + i * Block::param_count, ic, f);
   }
 
   template <class F>

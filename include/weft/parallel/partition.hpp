@@ -1,0 +1,240 @@
+#pragma once
+// ---- how a model's parameters fall onto tensor-parallel ranks and pipeline stages ----
+// model_partition<Model, Tp> walks the model's type (sequential, named, residual, repeat and
+// leaf layers) at compile time and counts parameter elements by tensor-parallel role:
+//
+// * column / row / vocab parameters are cut along one axis (out, in, vocab) into Tp shards;
+//   a rank holds ceil(extent / Tp) of that axis (exact when Tp divides it, which plan<>
+//   checks for heads, kv_heads, ffn and vocab);
+// * replicated parameters (norms, row-parallel biases, learned positions) are held whole by
+//   every tensor-parallel rank: they count fully on each;
+// * a layer the walk does not know counts as replicated.
+//
+// For pipelines the model must be a sequential whose blocks are one repeat<N, Block> (gpt and
+// llama are): the layers before it (embeddings) go to the first stage, the blocks are dealt
+// evenly, N / stages each, and the layers after it (final norm, head) go to the last stage.
+// A head tied to the embedding (GPT-2) keeps a copy of the table on the last stage when there
+// are several stages, as Megatron-LM does (its gradient is summed with the first stage's).
+#include "weft/model/layer.hpp"       // leaf_layer, param_list, role
+#include "weft/model/sequential.hpp"  // sequential
+
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+
+namespace weft {
+
+// Only matched, never used before the model defines them (no need to include their kernels).
+template <std::size_t V, std::size_t C, class Tie>
+struct lm_head;
+template <std::size_t H>
+struct swiglu;
+
+/// Parameter elements of a layer by tensor-parallel role, and per rank of `tp`.
+struct param_split {
+  std::size_t total = 0;       ///< all elements
+  std::size_t replicated = 0;  ///< elements every tensor-parallel rank holds whole
+  std::size_t sharded = 0;     ///< column + row + vocab elements (all shards together)
+  std::size_t per_rank = 0;    ///< elements one tensor-parallel rank holds: replicated + its shards
+  bool even = true;            ///< every cut axis divisible by tp
+
+  friend constexpr param_split operator+(param_split a, const param_split& b) {
+    return {a.total + b.total, a.replicated + b.replicated, a.sharded + b.sharded, a.per_rank + b.per_rank,
+            a.even && b.even};
+  }
+  constexpr param_split times(std::size_t n) const {
+    return {total * n, replicated * n, sharded * n, per_rank * n, even};
+  }
+};
+
+namespace detail {
+
+// What the walk gathers besides the counts.
+struct layer_facts {
+  param_split params{};
+  std::size_t tied_table = 0;  // elements of an embedding table a tied head multiplies by
+  bool gated = false;          // a SwiGLU MLP (its kept activations differ from GELU's)
+
+  friend constexpr layer_facts operator+(layer_facts a, const layer_facts& b) {
+    return {a.params + b.params, a.tied_table + b.tied_table, a.gated || b.gated};
+  }
+};
+
+template <int N>
+struct priority : priority<N - 1> {};
+template <>
+struct priority<0> {};
+
+// One parameter: its elements, and the shard of its cut axis one rank holds.
+template <std::size_t Tp, class P>
+constexpr param_split split_param() {
+  using S = typename P::shape_type;
+  if constexpr (P::tp_role == role::replicated || S::rank == 0) {
+    return {P::size, P::size, 0, P::size, true};
+  } else {
+    constexpr std::size_t cut = P::tp_role == role::row ? S::extents[S::rank - 1] : S::extents[0];
+    constexpr std::size_t rest = P::size / cut;
+    return {P::size, 0, P::size, rest * ((cut + Tp - 1) / Tp), cut % Tp == 0};
+  }
+}
+
+template <std::size_t Tp, class... Ps>
+constexpr param_split split_list(const param_list<Ps...>*) {
+  return (param_split{} + ... + split_param<Tp, Ps>());
+}
+
+template <std::size_t Tp, class L>
+constexpr layer_facts facts_of();
+
+template <std::size_t Tp, class Params>
+constexpr layer_facts facts(const leaf_layer<Params>*, priority<1>) {
+  return {split_list<Tp>(static_cast<const Params*>(nullptr)), 0, false};
+}
+template <std::size_t Tp, std::size_t V, std::size_t C, class Tie>
+constexpr layer_facts facts(const lm_head<V, C, Tie>*, priority<1>) {
+  using L = lm_head<V, C, Tie>;
+  return {split_list<Tp>(static_cast<const typename L::params*>(nullptr)), Tie::is_tied ? V * C : 0, false};
+}
+template <std::size_t Tp, std::size_t H>
+constexpr layer_facts facts(const swiglu<H>*, priority<1>) {
+  return {{}, 0, true};
+}
+template <std::size_t Tp, class... Ls>
+constexpr layer_facts facts(const sequential<Ls...>*, priority<1>) {
+  return (layer_facts{} + ... + facts_of<Tp, Ls>());
+}
+// named<> and residual<>: the wrapped layer.
+template <std::size_t Tp, class L>
+  requires requires { typename L::inner; }
+constexpr layer_facts facts(const L*, priority<1>) {
+  return facts_of<Tp, typename L::inner>();
+}
+// repeat<N, Block>: N copies.
+template <std::size_t Tp, class L>
+  requires requires {
+    typename L::block_type;
+    L::count;
+  }
+constexpr layer_facts facts(const L*, priority<1>) {
+  layer_facts f = facts_of<Tp, typename L::block_type>();
+  f.params = f.params.times(L::count);
+  f.tied_table *= L::count;
+  return f;
+}
+
+// Layers the overloads above do not know count as replicated.
+template <std::size_t Tp, class L>
+constexpr layer_facts facts_of() {
+  if constexpr (requires { facts<Tp>(static_cast<const L*>(nullptr), priority<1>{}); })
+    return facts<Tp>(static_cast<const L*>(nullptr), priority<1>{});
+  else
+    return {{L::param_count, L::param_count, 0, L::param_count, true}, 0, false};
+}
+
+// The repeat<N, Block> a layer is (through named<>), if any.
+template <class L>
+struct as_repeat {
+  static constexpr bool found = false;
+};
+template <class L>
+  requires requires {
+    typename L::block_type;
+    L::count;
+  }
+struct as_repeat<L> {
+  static constexpr bool found = true;
+  using type = L;
+};
+template <class L>
+  requires(requires { typename L::inner; } && !requires { typename L::block_type; })
+struct as_repeat<L> : as_repeat<typename L::inner> {};
+
+// The model as (layers before the blocks, the blocks, layers after); `found` false when the
+// model is not a sequential with a repeat<> among its children.
+template <std::size_t Tp>
+struct no_split {
+  static constexpr bool found = false;
+  static constexpr std::size_t blocks = 0;
+  static constexpr layer_facts pre{}, block{}, post{};
+};
+template <std::size_t Tp, std::size_t At, class... Ls>
+struct model_split {
+  static constexpr bool found = true;
+  using repeat_type = typename as_repeat<std::tuple_element_t<At, std::tuple<Ls...>>>::type;
+  static constexpr std::size_t blocks = repeat_type::count;
+  static constexpr layer_facts pre = [] {
+    layer_facts f{};
+    std::size_t i = 0;
+    ((i++ < At ? (f = f + facts_of<Tp, Ls>(), 0) : 0), ...);
+    return f;
+  }();
+  static constexpr layer_facts block = facts_of<Tp, typename repeat_type::block_type>();
+  static constexpr layer_facts post = [] {
+    layer_facts f{};
+    std::size_t i = 0;
+    ((i++ > At ? (f = f + facts_of<Tp, Ls>(), 0) : 0), ...);
+    return f;
+  }();
+};
+template <std::size_t Tp, class... Ls>
+constexpr auto split_model(const sequential<Ls...>*, priority<1>) {
+  constexpr std::size_t n = sizeof...(Ls);
+  constexpr std::size_t at = [] {
+    std::size_t i = 0, r = n;
+    ((r == n && as_repeat<Ls>::found ? (r = i, ++i) : ++i), ...);
+    return r;
+  }();
+  if constexpr (at == n) return no_split<Tp>{};
+  else return model_split<Tp, at, Ls...>{};
+}
+template <std::size_t Tp>
+constexpr auto split_model(const void*, priority<0>) {
+  return no_split<Tp>{};
+}
+
+}  // namespace detail
+
+/// The parameters of `Model` per tensor-parallel rank of `Tp`, and per pipeline stage.
+template <class Model, std::size_t Tp = 1>
+struct model_partition {
+ private:
+  using split = decltype(detail::split_model<Tp>(static_cast<const Model*>(nullptr), detail::priority<1>{}));
+
+ public:
+  /// The whole model, walked.
+  static constexpr detail::layer_facts whole = detail::facts_of<Tp, Model>();
+  /// True when the model's blocks are one repeat<N, Block> in a top-level sequential (needed to pipeline it).
+  static constexpr bool has_blocks = split::found;
+  /// Number of blocks (N of the repeat), 0 without.
+  static constexpr std::size_t blocks = split::blocks;
+  /// Parameters before the blocks (embeddings), of one block, after the blocks (final norm, head).
+  static constexpr param_split pre = has_blocks ? split::pre.params : whole.params;
+  static constexpr param_split block = split::block.params;
+  static constexpr param_split post = split::post.params;
+  /// Elements of the embedding table a tied head uses (0 when the head owns its weight).
+  static constexpr std::size_t tied_table = split::post.tied_table;
+  /// True when the blocks' MLP is gated (SwiGLU).
+  static constexpr bool gated_mlp = split::block.gated;
+  /// True when every tensor-parallel cut divides evenly.
+  static constexpr bool even = whole.params.even;
+
+  /// Parameter elements one tensor-parallel rank of stage `s` (of `stages`) holds. Blocks are
+  /// dealt evenly (plan<> requires `stages` to divide them); the tied table's copy is a vocab shard.
+  static constexpr std::size_t stage_params(std::size_t s, std::size_t stages) {
+    if (!has_blocks) return whole.params.per_rank;
+    std::size_t n = (blocks / stages) * block.per_rank;
+    if (s == 0) n += pre.per_rank;
+    if (s + 1 == stages) n += post.per_rank + (stages > 1 ? (tied_table + Tp - 1) / Tp : 0);
+    return n;
+  }
+  /// All elements of stage `s` before tensor-parallel sharding (the tied copy included).
+  static constexpr std::size_t stage_params_total(std::size_t s, std::size_t stages) {
+    if (!has_blocks) return whole.params.total;
+    std::size_t n = (blocks / stages) * block.total;
+    if (s == 0) n += pre.total;
+    if (s + 1 == stages) n += post.total + (stages > 1 ? tied_table : 0);
+    return n;
+  }
+};
+
+}  // namespace weft
