@@ -87,6 +87,18 @@ static_assert(sequential<linear<C, 12>, gelu<12>, linear<12, 4>>::kept_count<2, 
 // repeat keeps N copies' activations and the inputs of copies 1..N-1.
 static_assert(repeat<3, layernorm<C>>::kept_count<2, 3> == 3 * 12 + 2 * 6 * C);
 
+// ---- the ready models of docs/models.md ----
+namespace ready {
+// example-begin ready-models
+using gpt2_124m = gpt<gpt_config<vocab<50257>, context<1024>, width<768>, heads<12>, depth<12>>>;
+using tiny_llama = llama<llama_config<vocab<32000>, context<2048>, width<2048>, heads<32>, kv_heads<4>, depth<22>>>;
+// example-end ready-models
+static_assert(language_model<gpt2_124m> && gpt2_124m::param_count == 124439808);  // Hugging Face's gpt2
+static_assert(language_model<tiny_llama> && tiny_llama::ffn == 5504);  // 8/3 * 2048, rounded up to 64
+static_assert(tiny_llama::param_count == 2 * 32000 * 2048 + 2048 +
+                                         22 * (2 * 2048 + 2048 * 40 * 64 + 2048 * 2048 + 3 * 2048 * 5504));
+}  // namespace ready
+
 // ---- the plan over them ----
 using gpt_plan = plan<tiny_gpt, batch<micro<2>, seq<T>>, precision<double>>;
 static_assert(gpt_plan::param_count == tiny_gpt::param_count && gpt_plan::rows == 2 * T);

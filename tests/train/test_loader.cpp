@@ -6,6 +6,7 @@
 
 #include "temp_dir.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -151,6 +152,26 @@ TEST_CASE("text_corpus: the system fortune files", "[train][text_corpus][fortune
   std::string expected = read_file(p);
   expected = replace_all(expected, "\n%\n", "\n\n");
   REQUIRE(byte_tokenizer::decode(c.tokens()) == expected);
+}
+
+TEST_CASE("text_corpus: every system fortune file (docs/data.md)", "[train][text_corpus][fortune]") {
+  if (!std::filesystem::is_directory("/usr/share/games/fortunes")) {
+    WARN("skipped: /usr/share/games/fortunes not installed (apt-get install fortunes-min)");
+    return;
+  }
+  // example-begin data-fortunes
+  std::vector<std::filesystem::path> paths;
+  for (const auto& e : std::filesystem::directory_iterator("/usr/share/games/fortunes"))
+    if (e.is_regular_file() && !e.is_symlink() && e.path().extension() != ".dat")  // *.u8 are symlinks
+      paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());            // directory order is not deterministic
+  auto corpus = weft::text_corpus::load(paths, {.fortune_records = true});
+  // example-end data-fortunes
+  REQUIRE(!paths.empty());
+  std::uintmax_t bytes = 0;
+  for (const auto& p : paths) bytes += std::filesystem::file_size(p);
+  CHECK(corpus.size() > 0);
+  CHECK(corpus.size() <= bytes);  // each "%" line becomes "\n": never more tokens than bytes
 }
 
 TEST_CASE("text_corpus: missing and directory paths throw data_error", "[train][text_corpus]") {

@@ -37,6 +37,28 @@ struct param_info {
   bool random_init = false;
   double init_constant = 0.0;
   double init_stddev = 0.0;
+  /// Widths of the packed segments along the first axis (a fused q|k|v or gate|up weight and its
+  /// bias), each cut separately by tensor parallelism; empty: one segment.
+  std::vector<std::size_t> segments;
+};
+
+/// The tensor-parallel group a sharded layer talks to: a type-erased view of a communicator
+/// (comm/tp_adapter.hpp adapts any `communicator`), so that model/ does not depend on comm/.
+/// Host buffers; every rank of the group makes the same calls in the same order. all_gather and
+/// reduce_scatter_sum move `n` elements per rank, rank-major: in (n) -> out (size * n), and
+/// in (size * n) -> out (n) holding the sum of every rank's block rank().
+struct tp_group {
+  virtual ~tp_group() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual void all_reduce_sum(float* data, std::size_t n) = 0;
+  virtual void all_reduce_sum(double* data, std::size_t n) = 0;
+  virtual void all_reduce_max(float* data, std::size_t n) = 0;
+  virtual void all_reduce_max(double* data, std::size_t n) = 0;
+  virtual void all_gather(const float* in, float* out, std::size_t n) = 0;
+  virtual void all_gather(const double* in, double* out, std::size_t n) = 0;
+  virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n) = 0;
+  virtual void reduce_scatter_sum(const double* in, double* out, std::size_t n) = 0;
 };
 
 /// Called during backward when the gradients of every parameter at element offset >= `from`
@@ -68,6 +90,7 @@ struct frame {
   T* root_grads = nullptr;
   const std::int32_t* tokens = nullptr;  ///< (batch, seq) token ids
   grad_ready_hook grad_ready{};          ///< optional, see grad_ready_hook
+  tp_group* tp = nullptr;                ///< tensor-parallel group of sharded layers (nullptr: none)
 
   /// Element offset of this layer's parameter block in the model's block.
   std::size_t param_offset() const { return static_cast<std::size_t>(params - root_params); }
@@ -83,6 +106,23 @@ struct frame {
     f.grads = grads ? grads + param_offset : nullptr;
     f.kept = kept + kept_offset;
     f.scratch = scratch + scratch_offset;
+    return f;
+  }
+
+  /// The same blocks seen with `S2` tokens per sequence: sequence parallelism switches between a
+  /// rank's sequence shard and the whole sequence (model/tensor_parallel.hpp).
+  template <std::size_t S2>
+  frame<T, B, S2, Root> resequenced() const {
+    frame<T, B, S2, Root> f;
+    f.params = params;
+    f.grads = grads;
+    f.kept = kept;
+    f.scratch = scratch;
+    f.root_params = root_params;
+    f.root_grads = root_grads;
+    f.tokens = tokens;
+    f.grad_ready = grad_ready;
+    f.tp = tp;
     return f;
   }
 };

@@ -1,7 +1,7 @@
 #pragma once
 // ---- MLPs: GELU (GPT-2) and SwiGLU (LLaMA) ----
 #include "weft/model/gelu.hpp"        // gelu
-#include "weft/model/linear.hpp"      // linear
+#include "weft/model/linear.hpp"      // linear, packed
 #include "weft/model/named.hpp"       // named
 #include "weft/model/sequential.hpp"  // sequential
 #include "weft/model/swiglu.hpp"      // swiglu
@@ -17,7 +17,9 @@ using gelu_mlp = sequential<named<"c_fc", linear<C, F, role::column, Bias, init:
 
 /// width -> [gate | up] (2F, column-parallel) -> silu(gate)·up -> width (row-parallel), no biases.
 template <std::size_t C, std::size_t F>
-using swiglu_mlp = sequential<named<"gate_up", linear<C, 2 * F, role::column, false>>, swiglu<F>,
+using swiglu_mlp = sequential<named<"gate_up", linear<C, 2 * F, role::column, false, init::normal<20>,
+                                                      export_layout::as_is, packed<F, F>>>,
+                              swiglu<F>,
                               named<"down", linear<F, C, role::row, false, init::normal_residual<20>>>>;
 
 }  // namespace weft

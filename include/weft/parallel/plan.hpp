@@ -5,9 +5,22 @@
 //   parameters | gradients | AdamW first moment | second moment | kept activations |
 //   logits (also their gradient, in place) | workspace | per-token losses | token ids | targets
 // so a step allocates nothing, and `bytes_per_rank` is known before launch (static_assert it).
-#include "weft/core/diagnostics.hpp"  // diag::at_most
-#include "weft/model/layer.hpp"       // language_model, param_info, npos_param
-#include "weft/parallel/batch.hpp"    // batch, micro, seq
+//
+// With a strategy<...> option the plan also checks the strategy against the model (tp
+// divides heads, kv_heads, ffn and vocab; pp (and pp·V) divides depth; seq divisible by tp
+// under sequence parallelism; the schedule's micro-batch rules) and prices one rank of it:
+// `memory` (memory_model.hpp: ZeRO model states, Korthikanti activations, per stage),
+// `memory_per_rank` (its largest stage, checked against memory_budget), and `volume`
+// (comm_volume.hpp: bytes per mesh axis and FLOPs per step). The arena above stays the local
+// arena of the unsharded single-rank step (`bytes_per_rank`, `arena_bytes`): training_step
+// allocates it; the sharded step brings its own.
+#include "weft/core/constant.hpp"          // dynamic
+#include "weft/core/diagnostics.hpp"       // diag::at_most, diag::divisible
+#include "weft/model/layer.hpp"            // language_model, param_info, npos_param
+#include "weft/parallel/batch.hpp"         // batch, micro, seq
+#include "weft/parallel/comm_volume.hpp"   // comm_volume, step_volume
+#include "weft/parallel/memory_model.hpp"  // memory_model, stage_memory
+#include "weft/parallel/strategy.hpp"      // strategy, parallel_strategy, single_rank_strategy
 
 #include <array>
 #include <cstddef>
@@ -20,10 +33,14 @@
 
 namespace weft {
 
-/// Element type of parameters, gradients, optimizer state and activations.
-template <class T>
+/// Element type of parameters, gradients, optimizer state and activations: precision<T>.
+/// precision<T, Master> is mixed precision: T for parameters, gradients and activations,
+/// Master for the optimizer's copy of the parameters and its moments (memory accounting; the
+/// host step runs in T alone).
+template <class T, class Master = T>
 struct precision {
   using type = T;
+  using master_type = Master;
   using weft_precision_tag = void;
 };
 
@@ -41,18 +58,25 @@ namespace detail {
 template <class... Os>
 struct find_precision {
   using type = float;
+  using master_type = float;
 };
 // A precision option ends the search; any other option (memory_budget, ...) is skipped. Two
 // specialisations, because conditional_t would name `O::type` for options that have none.
 template <class O, class... Os>
-struct find_precision<O, Os...> {
-  using type = typename find_precision<Os...>::type;
-};
+struct find_precision<O, Os...> : find_precision<Os...> {};
 template <class O, class... Os>
   requires requires { typename O::weft_precision_tag; }
 struct find_precision<O, Os...> {
   using type = typename O::type;
+  using master_type = typename O::master_type;
 };
+// The precision: a plan option, else the strategy's precision<> part, else f32.
+template <class Strategy, class... Os>
+struct plan_precision : find_precision<Os...> {};
+template <class Strategy, class... Os>
+  requires(count_of<is_precision, Os...> == 0 && !std::is_void_v<typename Strategy::precision_type::type>)
+struct plan_precision<Strategy, Os...> : find_precision<typename Strategy::precision_type> {};
+template <class T> struct is_strategy : std::bool_constant<parallel_strategy<T>> {};
 // Bytes of the first memory_budget option, else no limit. `if constexpr`, so that `Os::bytes` is
 // only named for options that have it (a ?: would instantiate it for every option).
 template <class O>
@@ -82,7 +106,11 @@ template <language_model Model, class Batch, class... Options>
 struct plan {
   using model = Model;
   using batch_type = Batch;
-  using value_type = typename detail::find_precision<Options...>::type;
+  /// True when a strategy<...> option is given; strategy_type is it, else single_rank_strategy.
+  static constexpr bool has_strategy = detail::count_of<detail::is_strategy, Options...> >= 1;
+  using strategy_type = detail::first_of_t<detail::is_strategy, single_rank_strategy, Options...>;
+  using value_type = typename detail::plan_precision<strategy_type, Options...>::type;
+  using master_type = typename detail::plan_precision<strategy_type, Options...>::master_type;
   using T = value_type;
 
   static constexpr std::size_t alignment = 64;
@@ -124,9 +152,65 @@ struct plan {
   static constexpr std::size_t bytes_per_rank =
       offsets[n_sections - 1] + detail::align_up(rows * sizeof(std::int32_t), alignment);
 
+  /// Alias of bytes_per_rank: the local arena, with or without a strategy.
+  static constexpr std::size_t arena_bytes = bytes_per_rank;
+
+  // ---- the strategy, checked against the model ----
+  static constexpr bool strategy_once = detail::count_of<detail::is_strategy, Options...> <= 1;
+  static_assert(strategy_once, "weft::plan: strategy<> is given twice. Give one strategy<> option.");
+  static constexpr bool precision_once =
+      detail::count_of<detail::is_precision, Options...> + (std::is_void_v<typename strategy_type::precision_type::type> ? 0 : 1) <= 1;
+  static_assert(precision_once, "weft::plan: precision<> is given twice. Give it once, as a plan option or as a strategy part.");
+  static constexpr bool strategy_valid = strategy_type::valid;  // instantiates its checks
+
+  static constexpr std::size_t tp = strategy_type::tp;
+  static constexpr std::size_t pp = strategy_type::pp;
+  static constexpr std::size_t chunks = strategy_type::chunks;
+  static constexpr std::size_t microbatches = strategy_type::microbatches;
+
+  static constexpr bool heads_divisible_by_tp = diag::divisible<Model::heads, tp>;
+  static_assert(heads_divisible_by_tp, "weft::plan: heads is not divisible by the tensor-parallel degree. Choose tp that divides heads (each rank computes heads / tp attention heads).");
+  static constexpr bool kv_heads_divisible_by_tp = diag::divisible<detail::kv_heads_of<Model>(), tp>;
+  static_assert(kv_heads_divisible_by_tp, "weft::plan: kv_heads is not divisible by the tensor-parallel degree. Choose tp that divides kv_heads (each rank holds kv_heads / tp key/value heads).");
+  static constexpr bool ffn_divisible_by_tp = diag::divisible<detail::ffn_of<Model>(), tp>;
+  static_assert(ffn_divisible_by_tp, "weft::plan: the MLP width (ffn) is not divisible by the tensor-parallel degree. Choose tp that divides ffn, or make ffn<> a multiple of tp.");
+  static constexpr bool vocab_divisible_by_tp = diag::divisible<Model::vocab_size, tp>;
+  static_assert(vocab_divisible_by_tp, "weft::plan: the vocabulary is not divisible by the tensor-parallel degree. Pad vocab<> to a multiple of tp (Megatron-LM pads to a multiple of 128 * tp).");
+  static constexpr bool seq_divisible_by_tp = !strategy_type::sequence_parallel || diag::divisible<S, tp>;
+  static_assert(seq_divisible_by_tp, "weft::plan: sequence parallelism splits the sequence, but seq is not divisible by the tensor-parallel degree. Choose seq<S> divisible by tp, or drop sequence_parallel.");
+
+  static constexpr bool blocks_found = pp == 1 || model_partition<Model>::has_blocks;
+  static_assert(blocks_found, "weft::plan: pipeline parallelism needs the model's blocks as one repeat<N, Block> inside a top-level sequential. Build the model that way (gpt and llama are), or drop the pipeline.");
+  // Uneven splits are rejected rather than balanced: every stage holds depth / pp blocks, so
+  // every stage has the same code, the same kept-activation shapes and one memory plan.
+  static constexpr bool depth_divisible_by_pp = diag::divisible<Model::depth, pp>;
+  static_assert(depth_divisible_by_pp, "weft::plan: depth is not divisible by the pipeline stages. Choose pp that divides depth (every stage holds depth / pp blocks; uneven splits are rejected).");
+  static constexpr bool depth_divisible_by_chunks = !depth_divisible_by_pp || diag::divisible<Model::depth, pp * chunks>;
+  static_assert(depth_divisible_by_chunks, "weft::plan: interleaving without enough layers: depth is not divisible by pp * V model chunks. Choose interleaved<V> and pp so that pp * V divides depth, or use one_f_one_b.");
+
+  /// True when every check passed (the static_asserts have reported any failure).
+  static constexpr bool strategy_fits = strategy_valid && heads_divisible_by_tp && kv_heads_divisible_by_tp &&
+                                        ffn_divisible_by_tp && vocab_divisible_by_tp && seq_divisible_by_tp &&
+                                        blocks_found && depth_divisible_by_pp && depth_divisible_by_chunks;
+
+  // ---- one rank of the strategy: memory, communication, FLOPs ----
+  /// The per-rank memory plan (memory_model.hpp); meaningful when strategy_fits.
+  using memory = memory_model<Model, Batch, strategy_type, T, master_type>;
+  /// Bytes communicated and FLOPs per step, per rank (comm_volume.hpp).
+  using volume = comm_volume<Model, Batch, strategy_type, T, master_type>;
+  /// The largest stage's bytes per rank: model states after ZeRO (at the mesh's data-parallel
+  /// size, or 1 when it is dynamic: an upper bound) plus activations.
+  /// 0 without a strategy option (give strategy<mesh<axis<"dp">>> to price a single rank).
+  static constexpr std::size_t memory_per_rank = [] {
+    if constexpr (has_strategy && strategy_fits) return memory::bytes_per_rank;
+    else return std::size_t{0};
+  }();
+
   static constexpr std::size_t budget = detail::find_budget<Options...>();
-  static constexpr bool within_budget = diag::at_most<bytes_per_rank, budget>;
+  static constexpr bool within_budget = diag::at_most<(has_strategy ? 0 : bytes_per_rank), budget>;
   static_assert(within_budget, "weft::plan: the memory plan exceeds the declared memory_budget. Reduce the micro-batch, the sequence or the model, or raise memory_budget<>.");
+  static constexpr bool rank_within_budget = diag::at_most<(has_strategy ? memory_per_rank : 0), budget>;
+  static_assert(rank_within_budget, "weft::plan: the per-rank memory plan exceeds the declared memory_budget. Shard more (zero<>, tensor_parallel, pipeline), recompute activations, or shrink the micro-batch; or raise memory_budget<>.");
 
   static constexpr std::size_t bytes_of(section_id s) { return section_elements[s] * section_element_bytes[s]; }
   static constexpr plan_section section(section_id s) { return {section_names[s], offsets[s], bytes_of(s), section_elements[s]}; }
@@ -163,6 +247,38 @@ struct plan {
     std::fprintf(out, "  model states (params+grads+adamw) %.2f MiB, activations+workspace %.2f MiB\n",
                  static_cast<double>(4 * param_count * sizeof(T)) / (1 << 20),
                  static_cast<double>((kept_count + logits_count + scratch_count) * sizeof(T)) / (1 << 20));
+    if constexpr (has_strategy && strategy_fits) report_strategy(out);
+  }
+
+  /// Prints the per-rank memory plan, communication and FLOPs of the strategy; `dp` is the
+  /// data-parallel degree to price (the mesh's when static; 1, an upper bound, by default).
+  static void report_strategy(std::FILE* out = stdout, std::size_t dp = memory::assumed_dp) {
+    using S = strategy_type;
+    const bool large = memory::bytes_per_rank >= (std::size_t{1} << 30);
+    const double gib = large ? 1024.0 * 1024.0 * 1024.0 : 1024.0 * 1024.0;  // GiB, or MiB for small plans
+    const char* unit = large ? "GiB" : "MiB";
+    constexpr const char* recompute_names[] = {"none", "selective", "full"};
+    constexpr const char* schedule_names[] = {"gpipe", "1f1b", "interleaved"};
+    std::fprintf(out, "weft strategy: tp %zu%s, pp %zu (%s, %zu micro-batches, %zu chunks), dp %zu%s, zero %zu, recompute %s\n",
+                 tp, S::sequence_parallel ? " + sequence parallel" : "", pp,
+                 schedule_names[static_cast<int>(memory::kind)], microbatches, chunks, dp,
+                 S::dp == dynamic ? " (dynamic; priced at this size)" : "", S::zero_stage,
+                 recompute_names[static_cast<int>(S::recompute_policy)]);
+    std::fprintf(out, "  per rank, %s: %5s %14s %8s %8s %8s %6s %10s %8s %8s %8s\n", unit, "stage", "params", "param",
+                 "grad", "optim", "sets", "layers", "embed", "output", "total");
+    for (std::size_t s = 0; s < pp; ++s) {
+      const stage_memory m = memory::stage(s, dp);
+      std::fprintf(out, "                 %5zu %14zu %8.2f %8.2f %8.2f %6zu %10.2f %8.2f %8.2f %8.2f\n", s, m.params,
+                   m.param_bytes / gib, m.grad_bytes / gib, m.optimizer_bytes / gib, m.activation_sets,
+                   m.activation_bytes / gib, m.embedding_bytes / gib, m.output_bytes / gib, m.total() / gib);
+    }
+    std::fprintf(out, "  per rank and step, %s sent: %5s %10s %10s %10s %12s %12s\n", unit, "stage", "dp", "tp", "pp",
+                 "model TFLOP", "hw TFLOP");
+    for (std::size_t s = 0; s < pp; ++s) {
+      const step_volume v = volume::stage(s, dp);
+      std::fprintf(out, "                               %5zu %10.3f %10.3f %10.3f %12.2f %12.2f\n", s, v.dp_bytes / gib,
+                   v.tp_bytes / gib, v.pp_bytes / gib, v.model_flops / 1e12, v.hardware_flops / 1e12);
+    }
   }
 };
 

@@ -1,0 +1,295 @@
+#pragma once
+// ---- the per-rank memory accounting of a parallel strategy ----
+// Pure constexpr arithmetic on the types: nothing is allocated, so it also prices models far
+// too big to instantiate arenas for (GPT-3 175B, 1T). Two published models:
+//
+// Model states — ZeRO (Rajbhandari et al. 2020, Section 3.1 and Figure 1). With mixed
+// precision and Adam, Ψ parameters take Ψ·(2 + 2 + K) bytes: 16-bit parameters and gradients
+// and K = 12 bytes of optimizer state (32-bit master copy, momentum, variance). Sharded over
+// Nd data-parallel ranks:
+//   stage 0  (2 + 2 + K)·Ψ        stage 1 (P_os)    2Ψ + 2Ψ + K·Ψ/Nd
+//   stage 2 (P_os+g)  2Ψ + (2 + K)·Ψ/Nd           stage 3 (P_os+g+p)  (2 + 2 + K)·Ψ/Nd
+// generalised to weft's precisions through state_bytes: precision<T> keeps parameters,
+// gradients and both AdamW moments in T and has no master copy (f32: 4 + 4 + 8 bytes);
+// precision<T, Master> is mixed precision (bf16/f32: 2 + 2 + 4 + 8, ZeRO's K = 12). A shard
+// is ceil(Ψ/Nd) elements (the flat buffer is padded to Nd equal parts). Ψ is what one
+// model-parallel rank holds (model_partition): its stage's blocks, sharded or replicated
+// across tensor-parallel ranks by role (norms, row biases and positions whole on every rank),
+// plus embeddings on the first stage and the final norm and head on the last.
+//
+// Activations — Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+// Transformer Models", Section 4 and Table 2. Bytes kept per transformer layer for a
+// micro-batch of b sequences of s tokens, width h, a heads, tensor-parallel degree t, with
+// 16-bit activations and 1-byte dropout masks:
+//   no parallelism                       sbh·(34 + 5as/h)
+//   tensor parallel                      sbh·(10 + 24/t + 5as/(ht))
+//   tensor + sequence parallel           sbh/t·(34 + 5as/h)
+//   tensor parallel + selective          sbh·(10 + 24/t)
+//   tensor + sequence + selective        sbh·34/t
+//   full recompute                       2sbh (the layer input only)
+// weft states the same count term by term (layer_activation_bytes), so that it holds for
+// any element size e, for models without dropout (mask bytes 0: weft's own layers have
+// none), for grouped-query attention (K and V are kv_heads·head_dim wide) and for SwiGLU
+// MLPs (3·ffn kept instead of GELU's 2·ffn). With full recompute and sequence parallelism
+// the kept input is the sequence shard: 2sbh/t (Table 2 lists 2sbh, without sp).
+// A stage keeps these for its layers times the activation sets in flight: gpipe M,
+// 1F1B min(P − s, M) on stage s (P on the first), interleaved<V> up to
+// 2(P − 1) + (V − 1)P + 1 sets of depth/(P·V) layers — Korthikanti's
+// L·(1 + (P − 1)/(P·V)) on the first stage. The sets are counted by walking each stage's
+// compute order as make_schedule writes it (equal to the schedule simulation's
+// peak_activations; tests/parallel/test_memory_model.cpp checks this for many sizes), not
+// by running the simulation, which would cost seconds of compile time for 35 or 64 stages.
+// Section 4.4 ("total activations memory") adds, on the first stage, the input embedding's
+// dropout mask, sbh/t per micro-batch in flight (sbhp/t for 1F1B), and on the last stage the
+// final layernorm's and the head's inputs and the 32-bit logits of the loss, 4sbh/t·(1 + v/h);
+// both are counted here (embedding_bytes, output_bytes) with the same generalisations.
+// Not counted: workspace, communication buffers, fragmentation.
+#include "weft/core/constant.hpp"        // dynamic
+#include "weft/parallel/partition.hpp"   // model_partition
+#include "weft/parallel/schedule.hpp"    // schedule_kind, detail::tag_kind, detail::warmup
+#include "weft/parallel/strategy.hpp"    // parallel_strategy, recompute_kind
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <type_traits>
+
+namespace weft {
+
+// ---- model states ----
+
+/// Bytes per parameter of each model state.
+struct state_bytes {
+  std::size_t params = 4;   ///< the working copy (16-bit with mixed precision)
+  std::size_t grads = 4;    ///< its gradient
+  std::size_t master = 0;   ///< a higher-precision copy the optimizer updates (mixed precision only)
+  std::size_t moments = 8;  ///< AdamW's first and second moments
+  /// ZeRO's K: optimizer state per parameter (master copy and moments).
+  constexpr std::size_t optimizer() const noexcept { return master + moments; }
+  constexpr std::size_t total() const noexcept { return params + grads + optimizer(); }
+};
+
+/// state_bytes of precision<T> (Master = T: no master copy) and precision<T, Master>.
+template <class T, class Master = T>
+inline constexpr state_bytes state_bytes_for =
+    std::is_same_v<T, Master> ? state_bytes{sizeof(T), sizeof(T), 0, 2 * sizeof(T)}
+                              : state_bytes{sizeof(T), sizeof(T), sizeof(Master), 2 * sizeof(Master)};
+
+/// Model-state bytes of one rank.
+struct model_state_bytes {
+  std::size_t params = 0;
+  std::size_t grads = 0;
+  std::size_t optimizer = 0;
+  constexpr std::size_t total() const noexcept { return params + grads + optimizer; }
+};
+
+/// ZeRO's model states of a rank holding `psi` parameters, sharded over `nd` data-parallel
+/// ranks by stage `zero_stage` (0: none, 1: optimizer state, 2: + gradients, 3: + parameters).
+constexpr model_state_bytes zero_model_states(std::size_t psi, const state_bytes& b, std::size_t zero_stage,
+                                              std::size_t nd) noexcept {
+  const std::size_t shard = nd <= 1 ? psi : (psi + nd - 1) / nd;
+  return {(zero_stage >= 3 ? shard : psi) * b.params, (zero_stage >= 2 ? shard : psi) * b.grads,
+          (zero_stage >= 1 ? shard : psi) * b.optimizer()};
+}
+
+// ---- activations of one transformer layer ----
+
+/// What the activation count of one layer depends on.
+struct layer_activation_dims {
+  std::size_t seq = 0;            ///< s
+  std::size_t micro = 0;          ///< b
+  std::size_t width = 0;          ///< h
+  std::size_t heads = 0;          ///< a
+  std::size_t kv_heads = 0;       ///< key/value heads (a without grouped-query attention)
+  std::size_t ffn = 0;            ///< MLP hidden width (4h for GPT)
+  bool gated = false;             ///< SwiGLU: keeps 3·ffn per token (gate|up and their product), GELU 2·ffn
+  std::size_t element_bytes = 2;  ///< e: bytes of a kept activation
+  std::size_t mask_bytes = 0;     ///< bytes of a dropout mask element; 0 without dropout
+};
+
+namespace detail {
+constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return (a + b - 1) / b; }
+}  // namespace detail
+
+/// Bytes one layer keeps for backward, on one of `tp` tensor-parallel ranks (Korthikanti et al.
+/// 2022, Table 2, term by term; see the top of this file).
+constexpr std::size_t layer_activation_bytes(const layer_activation_dims& d, std::size_t tp, bool sequence_parallel,
+                                             recompute_kind rc) noexcept {
+  const std::size_t s = d.seq, b = d.micro, h = d.width, e = d.element_bytes;
+  const std::size_t s_rank = sequence_parallel ? detail::ceil_div(s, tp) : s;  // tokens of a rank's sequence shard
+  if (rc == recompute_kind::full) return s_rank * b * h * e;                   // the layer's input
+  const std::size_t head_dim = h / d.heads;
+  // Per token, not split by tp (unless sp): the two layernorm inputs, the inputs of the QKV and
+  // first MLP projections (e each), the dropout masks after attention and after the MLP.
+  const std::size_t whole = 4 * h * e + 2 * h * d.mask_bytes;
+  // Per token, split by tp along heads / ffn: Q, K, V, the output projection's input, the MLP's
+  // inner activations (GELU: its input and output; SwiGLU: gate|up and their product).
+  const std::size_t split = (detail::ceil_div(d.heads, tp) * head_dim + 2 * detail::ceil_div(d.kv_heads, tp) * head_dim +
+                             detail::ceil_div(d.heads, tp) * head_dim + (d.gated ? 3 : 2) * detail::ceil_div(d.ffn, tp)) *
+                            e;
+  // Per (sequence, head, query, key): the softmax output, with dropout also its dropped copy and mask.
+  const std::size_t score = e + (d.mask_bytes > 0 ? e + d.mask_bytes : 0);
+  const std::size_t scores = rc == recompute_kind::selective ? 0 : detail::ceil_div(d.heads, tp) * s * s * b * score;
+  return s_rank * b * whole + s * b * split + scores;
+}
+
+// ---- activation sets in flight ----
+
+namespace detail {
+// Walks stage `st`'s computes in the order make_schedule writes them (warm-up forwards, then
+// one forward and one backward, then the remaining backwards; the chunk of the k-th forward
+// is (k mod P·V) / P, backwards visit the chunks in reverse) and returns the most sets held at
+// once; counting only chunk `only` when it is < V.
+constexpr std::size_t peak_sets(schedule_kind kind, std::size_t p, std::size_t m, std::size_t v, std::size_t st,
+                                std::size_t only) noexcept {
+  if (kind != schedule_kind::interleaved) v = 1;
+  const std::size_t total = m * v, warm = warmup(kind, st, p, m, v), steady = total - warm;
+  const auto counts = [&](std::size_t k, bool fwd) {
+    if (only >= v) return true;
+    const std::size_t c = (k % (p * v)) / p;
+    return (fwd ? c : v - 1 - c) == only;
+  };
+  std::size_t held = 0, peak = 0;
+  const auto forward = [&](std::size_t k) {
+    if (counts(k, true)) peak = std::max(peak, ++held);
+  };
+  const auto backward = [&](std::size_t k) {
+    if (counts(k, false)) --held;
+  };
+  for (std::size_t k = 0; k < warm; ++k) forward(k);
+  for (std::size_t k = 0; k < steady; ++k) forward(warm + k), backward(k);
+  for (std::size_t k = steady; k < total; ++k) backward(k);
+  return peak;
+}
+}  // namespace detail
+
+/// Most activation sets (one micro-batch through one model chunk) stage `stage` holds at once
+/// under schedule `kind` with P stages, M micro-batches, V chunks — the simulation's
+/// schedule_report::peak_activations.
+constexpr std::size_t peak_activation_sets(schedule_kind kind, std::size_t p, std::size_t m, std::size_t v,
+                                           std::size_t stage) noexcept {
+  return detail::peak_sets(kind, p, m, v, stage, static_cast<std::size_t>(-1));
+}
+/// The same, counting only the sets of chunk `chunk` (the first chunk's input, the last one's output).
+constexpr std::size_t peak_chunk_sets(schedule_kind kind, std::size_t p, std::size_t m, std::size_t v,
+                                      std::size_t stage, std::size_t chunk) noexcept {
+  return detail::peak_sets(kind, p, m, v, stage, chunk);
+}
+
+// ---- the plan of one stage ----
+
+/// The per-rank memory of one pipeline stage, in bytes (parameters in elements).
+struct stage_memory {
+  std::size_t stage = 0;
+  std::size_t params = 0;          ///< parameter elements one rank of the stage holds (before ZeRO)
+  std::size_t param_bytes = 0;     ///< model states after ZeRO sharding ...
+  std::size_t grad_bytes = 0;
+  std::size_t optimizer_bytes = 0;
+  std::size_t layers = 0;              ///< transformer layers on the stage (all chunks)
+  std::size_t activation_sets = 0;     ///< (micro-batch, chunk) sets in flight at the peak
+  std::size_t layer_bytes = 0;         ///< one layer, one micro-batch (layer_activation_bytes)
+  std::size_t activation_bytes = 0;    ///< layer_bytes · layers per chunk · activation_sets
+  std::size_t embedding_bytes = 0;     ///< first stage: the input embedding's dropout masks in flight
+  std::size_t output_bytes = 0;        ///< last stage: final norm and head inputs, 32-bit logits
+  constexpr std::size_t model_state_bytes() const noexcept { return param_bytes + grad_bytes + optimizer_bytes; }
+  constexpr std::size_t activations_total() const noexcept { return activation_bytes + embedding_bytes + output_bytes; }
+  constexpr std::size_t total() const noexcept { return model_state_bytes() + activations_total(); }
+};
+
+namespace detail {
+template <class M>
+constexpr std::size_t kv_heads_of() {
+  if constexpr (requires { M::kv_heads; }) return M::kv_heads;
+  else return M::heads;
+}
+template <class M>
+constexpr std::size_t ffn_of() {
+  if constexpr (requires { M::ffn; }) return M::ffn;
+  else return 4 * M::width;
+}
+template <class M>
+constexpr std::size_t dropout_mask_bytes_of() {
+  if constexpr (requires { M::dropout_mask_bytes; }) return M::dropout_mask_bytes;
+  else return 0;
+}
+}  // namespace detail
+
+/// `Model` as trained with dropout (Megatron-LM's GPT-3): the accounting counts MaskBytes-byte
+/// masks (after the embedding, the attention probabilities, the attention output and the MLP).
+/// weft's own layers have no dropout; this wrapper exists to price the published configurations.
+template <class Model, std::size_t MaskBytes = 1>
+struct with_dropout_masks : Model {
+  static constexpr std::size_t dropout_mask_bytes = MaskBytes;
+};
+
+/// The per-rank memory of `Model` on micro-batches `Batch` under `Strategy`, with element
+/// type `T` (parameters, gradients, activations) and optimizer type `Master`.
+template <class Model, class Batch, parallel_strategy Strategy, class T, class Master = T>
+struct memory_model {
+  using partition = model_partition<Model, Strategy::tp>;
+  static constexpr std::size_t tp = Strategy::tp, pp = Strategy::pp, chunks = Strategy::chunks;
+  static constexpr std::size_t microbatches = Strategy::microbatches;
+  static constexpr schedule_kind kind = detail::tag_kind<typename Strategy::schedule_type>::value;
+  static constexpr bool sp = Strategy::sequence_parallel;
+  static constexpr state_bytes bytes = state_bytes_for<T, Master>;
+  /// The data-parallel degree the compile-time numbers assume: the mesh's, or 1 when it is
+  /// dynamic (ZeRO then saves nothing: an upper bound; call stage(s, dp) with the real one).
+  static constexpr std::size_t assumed_dp = Strategy::dp == dynamic ? 1 : Strategy::dp;
+
+  static constexpr layer_activation_dims dims{Batch::length,
+                                              Batch::sequences,
+                                              Model::width,
+                                              Model::heads,
+                                              detail::kv_heads_of<Model>(),
+                                              detail::ffn_of<Model>(),
+                                              partition::gated_mlp,
+                                              sizeof(T),
+                                              detail::dropout_mask_bytes_of<Model>()};
+  /// Bytes one layer keeps per micro-batch on one rank.
+  static constexpr std::size_t layer_bytes = layer_activation_bytes(dims, tp, sp, Strategy::recompute_policy);
+  /// Transformer layers per model chunk (a stage holds `chunks` of them).
+  static constexpr std::size_t layers_per_chunk = Model::depth / (pp * chunks);
+
+  /// The memory of stage `s` when the data-parallel degree is `dp`.
+  static constexpr stage_memory stage(std::size_t s, std::size_t dp = assumed_dp) noexcept {
+    stage_memory m{};
+    m.stage = s;
+    m.params = partition::stage_params(s, pp);
+    const model_state_bytes st = zero_model_states(m.params, bytes, Strategy::zero_stage, dp);
+    m.param_bytes = st.params;
+    m.grad_bytes = st.grads;
+    m.optimizer_bytes = st.optimizer;
+    m.layers = layers_per_chunk * chunks;
+    m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);
+    m.layer_bytes = layer_bytes;
+    m.activation_bytes = layer_bytes * layers_per_chunk * m.activation_sets;
+    const std::size_t rows = (sp ? detail::ceil_div(dims.seq, tp) : dims.seq) * dims.micro;  // tokens kept whole
+    if (s == 0)
+      m.embedding_bytes = rows * dims.width * dims.mask_bytes * peak_chunk_sets(kind, pp, microbatches, chunks, 0, 0);
+    if (s + 1 == pp) {
+      const std::size_t logit_bytes = std::max<std::size_t>(sizeof(T), 4);  // the loss runs in 32 bits at least
+      const std::size_t per_micro = 2 * rows * dims.width * sizeof(T) +
+                                    dims.seq * dims.micro * detail::ceil_div(Model::vocab_size, tp) * logit_bytes;
+      m.output_bytes = per_micro * peak_chunk_sets(kind, pp, microbatches, chunks, s, chunks - 1);
+    }
+    return m;
+  }
+
+  /// Every stage, at the assumed data-parallel degree.
+  static constexpr std::array<stage_memory, pp> stages = [] {
+    std::array<stage_memory, pp> a{};
+    for (std::size_t s = 0; s < pp; ++s) a[s] = stage(s);
+    return a;
+  }();
+  /// The stage with the most bytes per rank (the first on ties).
+  static constexpr std::size_t peak_stage = [] {
+    std::size_t k = 0;
+    for (std::size_t s = 1; s < pp; ++s)
+      if (stages[s].total() > stages[k].total()) k = s;
+    return k;
+  }();
+  /// Bytes per rank: the largest stage's total.
+  static constexpr std::size_t bytes_per_rank = stages[peak_stage].total();
+};
+
+}  // namespace weft
