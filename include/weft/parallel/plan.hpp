@@ -170,7 +170,9 @@ struct plan {
 
   static constexpr bool heads_divisible_by_tp = diag::divisible<Model::heads, tp>;
   static_assert(heads_divisible_by_tp, "weft::plan: heads is not divisible by the tensor-parallel degree. Choose tp that divides heads (each rank computes heads / tp attention heads).");
-  static constexpr bool kv_heads_divisible_by_tp = diag::divisible<detail::kv_heads_of<Model>(), tp>;
+  // (said once: without grouped-query attention kv_heads is heads)
+  static constexpr bool kv_heads_divisible_by_tp =
+      detail::kv_heads_of<Model>() == Model::heads || diag::divisible<detail::kv_heads_of<Model>(), tp>;
   static_assert(kv_heads_divisible_by_tp, "weft::plan: kv_heads is not divisible by the tensor-parallel degree. Choose tp that divides kv_heads (each rank holds kv_heads / tp key/value heads).");
   static constexpr bool ffn_divisible_by_tp = diag::divisible<detail::ffn_of<Model>(), tp>;
   static_assert(ffn_divisible_by_tp, "weft::plan: the MLP width (ffn) is not divisible by the tensor-parallel degree. Choose tp that divides ffn, or make ffn<> a multiple of tp.");

@@ -33,8 +33,13 @@ namespace weft {
 /// `Local` is what one model-parallel rank computes: training_step<Plan> (the default), or a
 /// tensor-/pipeline-parallel step with the same members (params, grads, tokens, targets,
 /// accumulate, options, parameter_groups, step counts, apply_optimizer, set_grad_ready,
-/// evaluate, and model_parallel_sum(double) that sums a squared-norm contribution over the
-/// model-parallel ranks, replicated parameters counted once).
+/// evaluate, grad_norm_squared, and model_parallel_sum(double) that sums a squared-norm
+/// contribution over the model-parallel ranks, replicated parameters counted once).
+/// A local step that runs its own micro-batches (a pipeline) has, instead of tokens, targets
+/// and accumulate, `microbatches` and `forward_backward(fill, dp)`: it calls fill per
+/// micro-batch itself, scales gradients by 1/(rows·microbatches·dp) and returns its mean loss.
+/// A local step may also name runs of its parameter block that the global norm skips
+/// (`norm_skipped()`, e.g. a pipeline's copy of a tied embedding); ZeRO-1..3 skip them too.
 template <class Plan, class Comm, std::size_t Zero = 0, class Local = training_step<Plan>>
   requires communicator<Comm>
 class data_parallel_step {
@@ -112,16 +117,25 @@ class data_parallel_step {
     if constexpr (Zero == 3) gather_parameters();
     auto grads = local_.grads();
     std::fill(grads.begin(), grads.end(), T{0});
-    const std::size_t k = local_.options().grad_accum;
-    const T scale = static_cast<T>(1.0 / static_cast<double>(Plan::rows * k * dp_));
+    std::size_t k = 0;
     double loss_sum = 0;
-    for (std::size_t i = 0; i < k; ++i) {
-      fill(local_.tokens(), local_.targets());
-      reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
+    if constexpr (requires { local_.forward_backward(fill, dp_); }) {
+      // The local step runs its own micro-batches (a pipeline); its gradients are final when it returns.
+      k = Local::microbatches;
       next_bucket_ = 0;
       overlapped_ = 0;
-      loss_sum += local_.accumulate(scale);
-      reducing_ = false;
+      loss_sum = local_.forward_backward(fill, dp_) * static_cast<double>(k);
+    } else {
+      k = local_.options().grad_accum;
+      const T scale = static_cast<T>(1.0 / static_cast<double>(Plan::rows * k * dp_));
+      for (std::size_t i = 0; i < k; ++i) {
+        fill(local_.tokens(), local_.targets());
+        reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
+        next_bucket_ = 0;
+        overlapped_ = 0;
+        loss_sum += local_.accumulate(scale);
+        reducing_ = false;
+      }
     }
     finish_reduction();
 
@@ -192,7 +206,19 @@ class data_parallel_step {
     auto g = owned_grads();
     double sq = 0;
     if constexpr (Zero >= 1) {
-      for (T x : g) sq += static_cast<double>(x) * static_cast<double>(x);
+      // g covers [shard_begin_, shard_begin_ + shard_size_) of the parameter block.
+      auto add = [&](std::size_t b, std::size_t e) {
+        for (std::size_t i = b; i < e; ++i)
+          sq += static_cast<double>(g[i - shard_begin_]) * static_cast<double>(g[i - shard_begin_]);
+      };
+      std::size_t from = shard_begin_;
+      const std::size_t end = shard_begin_ + shard_size_;
+      if constexpr (requires { local_.norm_skipped(); })  // runs counted on another rank (sorted)
+        for (const auto& r : local_.norm_skipped()) {
+          add(from, std::clamp(r.offset, from, end));
+          from = std::clamp(r.offset + r.size, from, end);
+        }
+      add(from, end);
       group_.all_reduce(std::span<double>(&sq, 1), reduce_op::sum);
       sq = local_.model_parallel_sum(sq);
     } else {

@@ -61,6 +61,17 @@ inline double normal01(splitmix64& g) {
   const double u2 = static_cast<double>(g.next() >> 11) * 0x1.0p-53;          // [0, 1)
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
+// Σ x² in double with eight independent accumulators (a single running sum is a serial
+// dependency the compiler may not reorder, and would not vectorise).
+template <class T>
+double sum_of_squares(const T* x, std::size_t n) {
+  double acc[8] = {};
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (std::size_t j = 0; j < 8; ++j) acc[j] += static_cast<double>(x[i + j]) * static_cast<double>(x[i + j]);
+  for (; i < n; ++i) acc[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 struct aligned_free {
   void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
 };
@@ -192,12 +203,7 @@ class training_step {
   }
 
   /// Sum of squared gradients of this rank's parameters (model-parallel steps count replicas once).
-  double grad_norm_squared() const {
-    const T* g = section(Plan::grads);
-    double sq = 0;
-    for (std::size_t i = 0; i < Plan::param_count; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    return sq;
-  }
+  double grad_norm_squared() const { return detail::sum_of_squares(section(Plan::grads), Plan::param_count); }
   /// A squared-norm contribution summed over the model-parallel ranks: one rank here.
   double model_parallel_sum(double local) const { return local; }
 

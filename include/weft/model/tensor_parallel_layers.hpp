@@ -1,0 +1,468 @@
+#pragma once
+// ---- the layers of one tensor-parallel rank (Megatron-LM) and sequence parallelism ----
+// tp_shard_t (parallel/tensor_parallel.hpp) maps a model onto these; each talks to the
+// tensor-parallel group through frame::tp. Megatron's two conjugate operators sit in them:
+//   f  identity forward, all-reduce backward      (entry of a column-parallel linear)
+//   g  all-reduce forward, identity backward      (exit of a row-parallel linear)
+// With sequence parallelism (Korthikanti et al. 2022) the activations outside a tensor-
+// parallel region hold this rank's slice of the sequence, (batch, seq/tp, width): f becomes
+// an all-gather forward / reduce-scatter backward and g a reduce-scatter forward / all-gather
+// backward. Rank r's slice is positions [r·seq/tp, (r+1)·seq/tp) of every sequence.
+//
+// Frames: a layer's frame says how many tokens per sequence the rows it sees hold. Under
+// sequence parallelism the model runs on the slice (frame seq = seq/tp); tp_region switches
+// a column ... row sequential to the whole sequence (frame seq = seq). So column/row linears
+// see the whole sequence, the embedding, positions and LM head see the slice.
+#include "weft/core/diagnostics.hpp"      // diag::divisible, diag::at_most
+#include "weft/core/shape.hpp"            // shape, axis
+#include "weft/model/layer.hpp"           // layer, leaf_layer, frame, tp_group, param_info
+#include "weft/model/linear.hpp"          // packed, detail::linear_params
+#include "weft/model/lm_head.hpp"         // tied, untied, detail::lm_head_params, detail::tied_offset
+#include "weft/model/positional_embedding.hpp"  // positional_embedding (its parameters)
+#include "weft/ops/detail/fast_math.hpp"  // exp_fast
+#include "weft/ops/embedding.hpp"         // positional_forward/backward
+#include "weft/ops/matmul.hpp"            // matmul_forward/backward, detail::sum_rows_into
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace weft {
+
+namespace detail {
+
+// The tensor-parallel group of a sharded layer: set, and of the degree the layer was built for.
+template <std::size_t TP, class F>
+tp_group& tp_of(const F& f, const char* layer) {
+  if (f.tp == nullptr || f.tp->size() != static_cast<int>(TP))
+    throw std::logic_error(std::string("weft::") + layer + ": the frame has no tensor-parallel group of size " +
+                           std::to_string(TP) + ". Run the sharded model through tensor_parallel_step (it sets frame::tp).");
+  return *f.tp;
+}
+
+// ---- sequence-parallel collectives: slices (batch, seq/tp, width) <-> whole (batch, seq, width) ----
+// The group's collectives are rank-major: (tp, batch, seq/tp, width). Whole sequences are
+// (batch, tp, seq/tp, width); for batch 1 the two agree and no copy is made.
+
+/// All-gather: every rank's slice (B, SL, W) -> the whole (B, TP·SL, W) on every rank.
+/// `tmp`: TP·B·SL·W elements (unused when B == 1).
+template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class T>
+void sp_all_gather(tp_group& g, const T* slice, T* whole, T* tmp) {
+  constexpr std::size_t n = B * SL * W, run = SL * W;
+  if constexpr (B == 1) {
+    g.all_gather(slice, whole, n);
+  } else {
+    g.all_gather(slice, tmp, n);  // (tp, batch, seq/tp, width)
+    for (std::size_t r = 0; r < TP; ++r)
+      for (std::size_t b = 0; b < B; ++b) std::copy_n(tmp + (r * B + b) * run, run, whole + (b * TP + r) * run);
+  }
+}
+
+/// Reduce-scatter: the whole (B, TP·SL, W) of every rank -> this rank's slice (B, SL, W) of
+/// their sum. `tmp`: TP·B·SL·W elements (unused when B == 1).
+template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class T>
+void sp_reduce_scatter(tp_group& g, const T* whole, T* slice, T* tmp) {
+  constexpr std::size_t n = B * SL * W, run = SL * W;
+  if constexpr (B == 1) {
+    g.reduce_scatter_sum(whole, slice, n);
+  } else {
+    for (std::size_t r = 0; r < TP; ++r)
+      for (std::size_t b = 0; b < B; ++b) std::copy_n(whole + (b * TP + r) * run, run, tmp + (r * B + b) * run);
+    g.reduce_scatter_sum(tmp, slice, n);  // from (tp, batch, seq/tp, width)
+  }
+}
+
+template <class T>
+void add_into(T* dst, const T* src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
+// Each packed segment of a column-parallel out axis is divisible by tp (packed<> = the whole axis).
+template <std::size_t Out, std::size_t TP, class Packing>
+constexpr bool segments_divisible() {
+  if constexpr (Packing::count == 0) return Out % TP == 0;
+  else {
+    for (std::size_t w : Packing::widths)
+      if (w % TP != 0) return false;
+    return true;
+  }
+}
+template <std::size_t Out, std::size_t TP, bool Divisible>
+inline constexpr bool column_out_divisible = Divisible;  // prints Out and TP
+}  // namespace detail
+
+// ---- tp_region: a column ... row sequential on the whole sequence ----
+
+/// Under sequence parallelism: runs `Inner` (a sequential that a column-parallel linear opens
+/// and a row-parallel linear closes) with a frame of the whole sequence, while the frame
+/// around it holds this rank's slice. The linears at its ends do the gathers and scatters.
+template <layer Inner, std::size_t TP>
+struct tp_region {
+  using inner = Inner;
+  static constexpr std::size_t in_width = Inner::in_width;
+  static constexpr std::size_t out_width = Inner::out_width;
+  static constexpr std::size_t param_count = Inner::param_count;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = Inner::template kept_count<B, S * TP>;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = Inner::template scratch_count<B, S * TP>;
+
+  static constexpr std::size_t find_param(std::string_view path) { return Inner::find_param(path); }
+  template <class F>
+  static void visit_params(const std::string& prefix, std::size_t base, const init_context& ic, F&& f) {
+    Inner::visit_params(prefix, base, ic, f);
+  }
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    Inner::forward(f.template resequenced<F::seq * TP>(), in, out);
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    Inner::backward(f.template resequenced<F::seq * TP>(), in, dout, din);
+  }
+};
+
+// ---- column-parallel linear ----
+
+/// linear<In, Out, role::column, ...> on one rank: the rank's Out/TP outputs (of each packed
+/// segment: [q_r | k_r | v_r]), weight (Out/TP, In), bias (Out/TP).
+/// Forward: f (identity; SP: all-gather the sequence slices of the input). Backward: the input
+/// gradient is all-reduced (SP: reduce-scattered to the slices).
+template <std::size_t In, std::size_t Out, std::size_t TP, bool SP, bool Bias, class Init, export_layout Export,
+          class Packing>
+struct column_parallel_linear : leaf_layer<detail::linear_params<In, Out / TP, role::column, Bias, Init, Export>> {
+  static constexpr bool out_divisible =
+      detail::column_out_divisible<Out, TP, detail::segments_divisible<Out, TP, Packing>()>;
+  static_assert(out_divisible, "weft::tensor_parallel: a column-parallel linear's out width (or a packed segment of it) is not divisible by tp. Choose a tp that divides it.");
+  using packing = Packing;
+  static constexpr std::size_t out_local = Out / TP;
+  static constexpr std::size_t in_width = In;
+  static constexpr std::size_t out_width = out_local;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = SP ? B * S * In : 0;  // the gathered input (batch, seq, in)
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = SP ? 2 * B * S * In + B * S * In / TP : B * S * In;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    constexpr std::size_t N = F::rows;
+    const auto* x = in;  // (batch, seq, in)
+    if constexpr (SP) {
+      static_assert(diag::divisible<F::seq, TP>);
+      detail::sp_all_gather<TP, F::batch, F::seq / TP, In>(detail::tp_of<TP>(f, "column_parallel_linear"), in, f.kept,
+                                                           f.scratch);
+      x = f.kept;
+    }
+    ops::matmul_forward<N, In, out_local>(out, x, f.params, Bias ? f.params + In * out_local : nullptr);
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    using T = typename F::value_type;
+    constexpr std::size_t N = F::rows;
+    const T* x = SP ? f.kept : in;
+    // This rank's share of the input gradient, apart: din may already hold other paths' gradients.
+    T* dx = din ? f.scratch : nullptr;  // (batch, seq, in)
+    if (dx) std::fill_n(dx, N * In, T{0});
+    ops::matmul_backward<N, In, out_local>(dx, f.grads, (Bias && f.grads) ? f.grads + In * out_local : nullptr, dout,
+                                           x, f.params);
+    if (!din) return;
+    tp_group& g = detail::tp_of<TP>(f, "column_parallel_linear");
+    if constexpr (SP) {
+      T* slice = f.scratch + 2 * N * In;  // (batch, seq/tp, in)
+      detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, In>(g, dx, slice, f.scratch + N * In);
+      detail::add_into(din, slice, N / TP * In);
+    } else {
+      g.all_reduce_sum(dx, N * In);
+      detail::add_into(din, dx, N * In);
+    }
+  }
+};
+
+// ---- row-parallel linear ----
+
+/// linear<In, Out, role::row, ...> on one rank: weight (Out, In/TP) over the rank's slice of
+/// the input features; the bias is whole and added once, after the reduction.
+/// Forward: g (all-reduce the partial products; SP: reduce-scatter them to sequence slices).
+/// Backward: identity (SP: all-gather the output gradient's slices first). Under SP the bias
+/// gradient covers this rank's slice only, like every replicated parameter's (summed over tp
+/// by the step).
+template <std::size_t In, std::size_t Out, std::size_t TP, bool SP, bool Bias, class Init, export_layout Export>
+struct row_parallel_linear : leaf_layer<detail::linear_params<In / TP, Out, role::row, Bias, Init, Export>> {
+  static constexpr bool in_divisible = diag::divisible<In, TP>;
+  static_assert(in_divisible, "weft::tensor_parallel: a row-parallel linear's in width is not divisible by tp. Choose a tp that divides it.");
+  static constexpr std::size_t in_local = In / TP;
+  static constexpr std::size_t in_width = in_local;
+  static constexpr std::size_t out_width = Out;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = SP ? 2 * B * S * Out : 0;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    using T = typename F::value_type;
+    constexpr std::size_t N = F::rows;
+    tp_group& g = detail::tp_of<TP>(f, "row_parallel_linear");
+    std::size_t rows_out = N;
+    if constexpr (SP) {
+      static_assert(diag::divisible<F::seq, TP>);
+      T* partial = f.scratch;  // (batch, seq, out)
+      ops::matmul_forward<N, in_local, Out>(partial, in, f.params, nullptr);
+      detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, Out>(g, partial, out, f.scratch + N * Out);
+      rows_out = N / TP;
+    } else {
+      ops::matmul_forward<N, in_local, Out>(out, in, f.params, nullptr);
+      g.all_reduce_sum(out, N * Out);
+    }
+    if constexpr (Bias) {
+      const T* bias = f.params + in_local * Out;  // (out)
+      for (std::size_t n = 0; n < rows_out; ++n) detail::add_into(out + n * Out, bias, Out);
+    }
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    using T = typename F::value_type;
+    constexpr std::size_t N = F::rows;
+    T* dbias = (Bias && f.grads) ? f.grads + in_local * Out : nullptr;
+    if constexpr (SP) {
+      T* dy = f.scratch;  // (batch, seq, out)
+      detail::sp_all_gather<TP, F::batch, F::seq / TP, Out>(detail::tp_of<TP>(f, "row_parallel_linear"), dout, dy,
+                                                            f.scratch + N * Out);
+      ops::matmul_backward<N, in_local, Out>(din, f.grads, nullptr, dy, in, f.params);
+      if (dbias) ops::detail::sum_rows_into<N / TP, Out>(dbias, dout);  // this rank's slice
+    } else {
+      ops::matmul_backward<N, in_local, Out>(din, f.grads, dbias, dout, in, f.params);
+    }
+  }
+};
+
+// ---- vocabulary-parallel token embedding ----
+
+/// token_embedding<V, C> on one rank: rows [r·V/TP, (r+1)·V/TP) of the table. A token
+/// outside them contributes zeros; the partial embeddings are all-reduced (SP: reduce-
+/// scattered to this rank's sequence slice). The token ids are always the whole micro-batch.
+template <std::size_t V, std::size_t C, std::size_t TP, bool SP>
+struct vocab_parallel_embedding
+    : leaf_layer<param_list<param<"weight", shape<axis<"vocab", V / TP>, axis<"width", C>>, role::vocab, init::normal<20>>>> {
+  static constexpr bool vocab_divisible = diag::divisible<V, TP>;
+  static_assert(vocab_divisible, "weft::tensor_parallel: vocab is not divisible by tp. Pad the vocabulary to a multiple of tp (GPT-2 pads 50257 to 50304).");
+  static constexpr std::size_t vocab_size = V;
+  static constexpr std::size_t vocab_local = V / TP;
+  static constexpr std::size_t in_width = 0;
+  static constexpr std::size_t out_width = C;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = SP ? 2 * B * S * TP * C : 0;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type*, typename F::value_type* out) {
+    using T = typename F::value_type;
+    constexpr std::size_t N = F::batch * F::seq * (SP ? TP : 1);  // tokens of the whole micro-batch
+    tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_embedding");
+    const std::size_t lo = static_cast<std::size_t>(g.rank()) * vocab_local;
+    T* partial = SP ? f.scratch : out;  // (batch, seq, width)
+    for (std::size_t n = 0; n < N; ++n) {
+      const std::size_t t = static_cast<std::size_t>(f.tokens[n]) - lo;  // wraps when below lo
+      if (t < vocab_local) std::copy_n(f.params + t * C, C, partial + n * C);
+      else std::fill_n(partial + n * C, C, T{0});
+    }
+    if constexpr (SP) detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(g, partial, out, f.scratch + N * C);
+    else g.all_reduce_sum(out, N * C);
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
+                       typename F::value_type*) {
+    using T = typename F::value_type;
+    if (!f.grads) return;
+    constexpr std::size_t N = F::batch * F::seq * (SP ? TP : 1);
+    tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_embedding");
+    const std::size_t lo = static_cast<std::size_t>(g.rank()) * vocab_local;
+    const T* dy = dout;  // (batch, seq, width)
+    if constexpr (SP) {
+      detail::sp_all_gather<TP, F::batch, F::seq, C>(g, dout, f.scratch, f.scratch + N * C);
+      dy = f.scratch;
+    }
+    for (std::size_t n = 0; n < N; ++n) {
+      const std::size_t t = static_cast<std::size_t>(f.tokens[n]) - lo;
+      if (t < vocab_local) detail::add_into(f.grads + t * C, dy + n * C, C);
+    }
+  }
+};
+
+// ---- learned positions on a sequence slice ----
+
+/// positional_embedding<Context, C> under sequence parallelism: the frame holds positions
+/// [r·S, (r+1)·S) of each sequence (S = the frame's seq), so rank r adds those rows of the
+/// (whole, replicated) table; its gradient covers them only.
+template <std::size_t Context, std::size_t C, std::size_t TP>
+struct sequence_parallel_positional : leaf_layer<typename positional_embedding<Context, C>::params> {
+  static constexpr std::size_t in_width = C;
+  static constexpr std::size_t out_width = C;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    constexpr bool fits = diag::at_most<F::seq * TP, Context>;
+    static_assert(fits, "weft::positional_embedding: the sequence is longer than the context. Raise context<N> or shorten seq<N>.");
+    const std::size_t first = static_cast<std::size_t>(detail::tp_of<TP>(f, "sequence_parallel_positional").rank()) * F::seq;
+    if (out != in) std::copy_n(in, F::rows * C, out);
+    ops::positional_forward<F::batch, F::seq, C>(out, f.params + first * C);  // (batch, seq/tp, width) += its rows
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    const std::size_t first = static_cast<std::size_t>(detail::tp_of<TP>(f, "sequence_parallel_positional").rank()) * F::seq;
+    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.grads + first * C, dout);
+    detail::add_into(din, dout, F::rows * C);
+  }
+};
+
+// ---- vocabulary-parallel LM head ----
+
+/// lm_head<V, C, Tie> on one rank: logits of tokens [r·V/TP, (r+1)·V/TP), from its own
+/// (V/TP, C) shard or, tied, from the embedding's shard on this rank. The input gradient is
+/// all-reduced (SP: the input slices are all-gathered first and the gradient reduce-
+/// scattered back). The logits always cover the whole micro-batch: (batch, seq, vocab/tp);
+/// the loss is vocab_parallel_cross_entropy.
+template <std::size_t V, std::size_t C, class Tie, std::size_t TP, bool SP>
+struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie>> {
+  static constexpr bool vocab_divisible = diag::divisible<V, TP>;
+  static_assert(vocab_divisible, "weft::tensor_parallel: vocab is not divisible by tp. Pad the vocabulary to a multiple of tp (GPT-2 pads 50257 to 50304).");
+  static constexpr std::size_t vocab_size = V;
+  static constexpr std::size_t vocab_local = V / TP;
+  static constexpr std::size_t in_width = C;
+  static constexpr std::size_t out_width = vocab_local;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = SP ? B * S * TP * C : 0;  // the gathered input
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = SP ? 2 * B * S * TP * C + B * S * C : B * S * C;
+
+  template <class F>
+  static auto* weight(const F& f) {
+    if constexpr (Tie::is_tied) return f.root_params + detail::tied_offset<typename F::root_type, Tie>();
+    else return f.params;
+  }
+  template <class F>
+  static auto* weight_grad(const F& f) {
+    if constexpr (Tie::is_tied) return f.root_grads ? f.root_grads + detail::tied_offset<typename F::root_type, Tie>() : nullptr;
+    else return f.grads;
+  }
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    constexpr std::size_t N = F::rows * (SP ? TP : 1);  // rows of the whole micro-batch
+    const auto* x = in;                                   // (batch, seq, width)
+    if constexpr (SP) {
+      detail::sp_all_gather<TP, F::batch, F::seq, C>(detail::tp_of<TP>(f, "vocab_parallel_lm_head"), in, f.kept, f.scratch);
+      x = f.kept;
+    }
+    ops::matmul_forward<N, C, vocab_local>(out, x, weight(f), nullptr);  // (batch, seq, vocab/tp)
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    using T = typename F::value_type;
+    constexpr std::size_t N = F::rows * (SP ? TP : 1);
+    const T* x = SP ? f.kept : in;
+    T* dx = din ? f.scratch : nullptr;  // (batch, seq, width)
+    if (dx) std::fill_n(dx, N * C, T{0});
+    ops::matmul_backward<N, C, vocab_local>(dx, weight_grad(f), nullptr, dout, x, weight(f));
+    if (!din) return;
+    tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_lm_head");
+    if constexpr (SP) {
+      T* slice = f.scratch + 2 * N * C;  // (batch, seq/tp, width)
+      detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(g, dx, slice, f.scratch + N * C);
+      detail::add_into(din, slice, F::rows * C);
+    } else {
+      g.all_reduce_sum(dx, N * C);
+      detail::add_into(din, dx, N * C);
+    }
+  }
+};
+
+// ---- vocabulary-parallel softmax cross-entropy ----
+
+/// Elements of `double` workspace the vocabulary-parallel loss needs for N rows.
+template <std::size_t N>
+inline constexpr std::size_t vocab_parallel_cross_entropy_work = 3 * N;
+
+namespace detail {
+// Per row: the max over the whole vocabulary, sum(exp(z - max)) and the target's logit, from
+// every rank's slice (VL logits, tokens [lo, lo + VL)). work: (3N) doubles.
+template <std::size_t N, std::size_t VL, class T>
+void vocab_parallel_statistics(tp_group& g, const T* logits, const std::int32_t* targets, std::size_t lo, double* work) {
+  double* mx = work;           // (N)
+  double* sums = work + N;     // (N, 2): sum of exps, target logit
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* z = logits + n * VL;
+    T m = z[0];
+    for (std::size_t v = 1; v < VL; ++v) m = m < z[v] ? z[v] : m;
+    mx[n] = static_cast<double>(m);
+  }
+  g.all_reduce_max(mx, N);
+  for (std::size_t n = 0; n < N; ++n) {
+    const T* z = logits + n * VL;
+    const T m = static_cast<T>(mx[n]);
+    ops::detail::acc_t<T> s = 0;
+    for (std::size_t v = 0; v < VL; ++v) s += ops::detail::acc_t<T>(ops::detail::exp_fast(T(z[v] - m)));
+    sums[2 * n] = static_cast<double>(s);
+    const std::size_t t = static_cast<std::size_t>(targets[n]) - lo;  // wraps below lo, and for ignored (< 0) rows
+    sums[2 * n + 1] = (targets[n] >= 0 && t < VL) ? static_cast<double>(z[t]) : 0.0;
+  }
+  g.all_reduce_sum(sums, 2 * N);
+}
+}  // namespace detail
+
+/// Training form of the softmax cross-entropy when the logits' vocabulary axis is split over
+/// the tp group: rank r holds logits(N, VL) of tokens [r·VL, (r+1)·VL). losses(N) get the
+/// per-row loss (the same on every rank); the logits are overwritten with this rank's slice of
+/// dloss·(softmax - onehot(target)). Negative targets: loss 0, zero gradient. Three all-
+/// reductions of N rows (max; sum of exps with the target logit). work: (3N) doubles.
+template <std::size_t N, std::size_t VL, class T>
+void vocab_parallel_cross_entropy_forward_backward(tp_group& g, T* losses, T* logits_to_dlogits,
+                                                   const std::int32_t* targets, T dloss, double* work) {
+  const std::size_t lo = static_cast<std::size_t>(g.rank()) * VL;
+  detail::vocab_parallel_statistics<N, VL>(g, logits_to_dlogits, targets, lo, work);
+  using acc = ops::detail::acc_t<T>;
+  for (std::size_t n = 0; n < N; ++n) {
+    T* z = logits_to_dlogits + n * VL;  // (VL) logits in, dlogits out
+    if (targets[n] < 0) {
+      losses[n] = T(0);
+      std::fill_n(z, VL, T(0));
+      continue;
+    }
+    const T m = static_cast<T>(work[n]);
+    const acc sum = static_cast<acc>(work[N + 2 * n]);
+    losses[n] = T(acc(m) + std::log(sum) - static_cast<acc>(work[N + 2 * n + 1]));
+    const T scale = T(acc(dloss) / sum);  // softmax = exp(z - max) / sum
+    for (std::size_t v = 0; v < VL; ++v) z[v] = ops::detail::exp_fast(T(z[v] - m)) * scale;
+    const std::size_t t = static_cast<std::size_t>(targets[n]) - lo;
+    if (t < VL) z[t] -= dloss;
+  }
+}
+
+/// Evaluation form: losses(N) only, logits untouched.
+template <std::size_t N, std::size_t VL, class T>
+void vocab_parallel_cross_entropy_forward(tp_group& g, T* losses, const T* logits, const std::int32_t* targets,
+                                          double* work) {
+  detail::vocab_parallel_statistics<N, VL>(g, logits, targets, static_cast<std::size_t>(g.rank()) * VL, work);
+  using acc = ops::detail::acc_t<T>;
+  for (std::size_t n = 0; n < N; ++n)
+    losses[n] = targets[n] < 0 ? T(0)
+                               : T(acc(static_cast<T>(work[n])) + std::log(static_cast<acc>(work[N + 2 * n])) -
+                                   static_cast<acc>(work[N + 2 * n + 1]));
+}
+
+}  // namespace weft

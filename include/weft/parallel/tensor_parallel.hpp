@@ -1,0 +1,373 @@
+#pragma once
+// ---- tensor parallelism: a model's shard on one rank, its plan, and its shard maps ----
+// tp_shard_t<Layer, TP, SP> maps every layer type to the layer one of TP ranks runs:
+//   compositions (named, sequential, residual, repeat)  their children mapped
+//   sequential<column linear, ..., row linear>          a tensor-parallel region (attention,
+//                                                       MLPs); under SP a tp_region
+//   linear<In, Out, column>                             column_parallel_linear (Out/TP outputs)
+//   linear<In, Out, row>                                row_parallel_linear (In/TP inputs)
+//   causal_attention<H, KVH, D, Pos>                    causal_attention<H/TP, KVH/TP, D, Pos>
+//   gelu<F>, swiglu<F>                                  gelu<F/TP>, swiglu<F/TP>
+//   token_embedding<V, C>, lm_head<V, C, Tie>           vocabulary-parallel forms
+//   positional_embedding<Ctx, C>                        itself (SP: on the sequence slice)
+//   layernorm, rmsnorm, linear<..., replicated>         themselves (SP: on the sequence slice)
+// tp_model<Model, TP, SP> is a whole language model mapped so; tensor_parallel_plan is the
+// memory plan of one rank. Shard maps (shard_indices) say where each element of a rank's
+// parameter sits in the single-process parameter of the same name: initialisation,
+// gathering for checkpoints and comparisons use them.
+#include "weft/core/diagnostics.hpp"                // diag::divisible, diag::at_least
+#include "weft/model/causal_attention.hpp"          // causal_attention
+#include "weft/model/gelu.hpp"                      // gelu
+#include "weft/model/layer.hpp"                     // layer, language_model, param_info, tp_group
+#include "weft/model/layernorm.hpp"                 // layernorm
+#include "weft/model/linear.hpp"                    // linear, packed
+#include "weft/model/lm_head.hpp"                   // lm_head
+#include "weft/model/named.hpp"                     // named
+#include "weft/model/positional_embedding.hpp"      // positional_embedding
+#include "weft/model/repeat.hpp"                    // repeat
+#include "weft/model/residual.hpp"                  // residual
+#include "weft/model/rmsnorm.hpp"                   // rmsnorm
+#include "weft/model/sequential.hpp"                // sequential
+#include "weft/model/swiglu.hpp"                    // swiglu
+#include "weft/model/tensor_parallel_layers.hpp"    // column/row_parallel_linear, vocab_parallel_*, tp_region
+#include "weft/model/token_embedding.hpp"           // token_embedding
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+namespace weft {
+
+// ---- the transform ----
+
+namespace detail {
+// Dependent conditions of the messages below (they name the layer in the compiler's note).
+template <class L>
+inline constexpr bool tp_form_known = false;
+template <class L, bool InRegion>
+inline constexpr bool tp_inside_region = InRegion;
+template <class L, bool InRegion>
+inline constexpr bool tp_outside_region = !InRegion;
+
+// named<Name, L>, recognised without deducing the fixed_string (nvcc cannot).
+template <class L>
+concept has_name_and_inner = requires {
+  L::name;
+  typename L::inner;
+};
+template <class L>
+concept named_layer = has_name_and_inner<L> && std::is_same_v<L, named<L::name, typename L::inner>>;
+
+// How a layer, seen through named<>, is cut: column and row linears open and close regions.
+template <class L>
+struct tp_cut {
+  static constexpr role value = role::replicated;
+};
+template <class L>
+  requires named_layer<L>
+struct tp_cut<L> : tp_cut<typename L::inner> {};
+template <std::size_t In, std::size_t Out, role Role, bool Bias, class Init, export_layout Export, class Packing>
+struct tp_cut<linear<In, Out, Role, Bias, Init, Export, Packing>> {
+  static constexpr role value = Role;
+};
+template <class... Ls>
+inline constexpr bool opens_tp_region =
+    tp_cut<std::tuple_element_t<0, std::tuple<Ls...>>>::value == role::column &&
+    tp_cut<std::tuple_element_t<sizeof...(Ls) - 1, std::tuple<Ls...>>>::value == role::row;
+}  // namespace detail
+
+/// The layer one of `TP` tensor-parallel ranks runs in place of `L`; `SP`: with sequence
+/// parallelism; `InRegion`: between a column- and a row-parallel linear (set by the walk).
+/// Specialise it for a layer type of your own.
+template <class L, std::size_t TP, bool SP = false, bool InRegion = false>
+struct tp_shard {
+  static_assert(detail::tp_form_known<L>,
+                "weft::tp_shard: no tensor-parallel form is known for this layer. Build the model from weft's layers, "
+                "or specialise weft::tp_shard<Layer, TP, SP, InRegion> for it.");
+  using type = L;
+};
+template <class L, std::size_t TP, bool SP = false, bool InRegion = false>
+using tp_shard_t = typename tp_shard<L, TP, SP, InRegion>::type;
+
+// ---- compositions ----
+template <class L, std::size_t TP, bool SP, bool R>
+  requires detail::named_layer<L>
+struct tp_shard<L, TP, SP, R> {
+  using type = named<L::name, tp_shard_t<typename L::inner, TP, SP, R>>;
+};
+template <class... Ls, std::size_t TP, bool SP, bool R>
+struct tp_shard<sequential<Ls...>, TP, SP, R> {
+  static constexpr bool region = detail::opens_tp_region<Ls...>;
+  static constexpr bool not_nested = detail::tp_outside_region<sequential<Ls...>, region && R>;
+  static_assert(not_nested, "weft::tp_shard: a tensor-parallel region (a sequential opened by a column-parallel linear and closed by a row-parallel one) sits inside another. Nest regions side by side, not inside each other.");
+  using mapped = sequential<tp_shard_t<Ls, TP, SP, R || region>...>;
+  using type = std::conditional_t<region && SP && !R, tp_region<mapped, TP>, mapped>;
+};
+template <class Inner, std::size_t TP, bool SP, bool R>
+struct tp_shard<residual<Inner>, TP, SP, R> {
+  using type = residual<tp_shard_t<Inner, TP, SP, R>>;
+};
+template <std::size_t N, class Block, std::size_t TP, bool SP, bool R>
+struct tp_shard<repeat<N, Block>, TP, SP, R> {
+  using type = repeat<N, tp_shard_t<Block, TP, SP, R>>;
+};
+
+// ---- leaves ----
+template <std::size_t In, std::size_t Out, role Role, bool Bias, class Init, export_layout Export, class Packing,
+          std::size_t TP, bool SP, bool R>
+struct tp_shard<linear<In, Out, Role, Bias, Init, Export, Packing>, TP, SP, R> {
+  using L = linear<In, Out, Role, Bias, Init, Export, Packing>;
+  static constexpr bool not_vocab = Role != role::vocab;
+  static_assert(not_vocab, "weft::tp_shard: a linear with role::vocab has no tensor-parallel form. Use lm_head<> for a vocabulary projection.");
+  static constexpr bool placed = (Role == role::replicated) ? detail::tp_outside_region<L, R> : detail::tp_inside_region<L, R>;
+  static_assert(placed, "weft::tp_shard: a column-parallel linear must open, and a row-parallel linear close, one sequential (as in attention<> and the MLPs); a replicated linear must lie outside such a pair. Pair each column-parallel linear with a row-parallel one.");
+  using type = std::conditional_t<
+      Role == role::column, column_parallel_linear<In, Out, TP, SP, Bias, Init, Export, Packing>,
+      std::conditional_t<Role == role::row, row_parallel_linear<In, Out, TP, SP, Bias, Init, Export>, L>>;
+};
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t TP, bool SP, bool R>
+struct tp_shard<causal_attention<H, KVH, D, Pos>, TP, SP, R> {
+  static constexpr bool heads_divisible = diag::divisible<H, TP>;
+  static_assert(heads_divisible, "weft::tensor_parallel: heads is not divisible by tp. Choose a tp that divides heads.");
+  static constexpr bool kv_heads_divisible = diag::divisible<KVH, TP>;
+  static_assert(kv_heads_divisible, "weft::tensor_parallel: kv_heads is not divisible by tp, so the key/value heads cannot be split. Choose a tp that divides kv_heads.");
+  static constexpr bool placed = detail::tp_inside_region<causal_attention<H, KVH, D, Pos>, R>;
+  static_assert(placed, "weft::tp_shard: causal_attention must lie between a column-parallel and a row-parallel linear. Use it inside attention<>.");
+  using type = causal_attention<(heads_divisible ? H / TP : 1), (kv_heads_divisible ? KVH / TP : 1), D, Pos>;
+};
+template <std::size_t F, std::size_t TP, bool SP, bool R>
+struct tp_shard<gelu<F>, TP, SP, R> {
+  static constexpr bool ffn_divisible = diag::divisible<F, (R ? TP : 1)>;
+  static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
+  using type = std::conditional_t<R, gelu<(ffn_divisible ? F / TP : 1)>, gelu<F>>;  // outside a region: elementwise, replicated
+};
+template <std::size_t F, std::size_t TP, bool SP, bool R>
+struct tp_shard<swiglu<F>, TP, SP, R> {
+  static constexpr bool ffn_divisible = diag::divisible<F, TP>;
+  static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
+  static constexpr bool placed = detail::tp_inside_region<swiglu<F>, R>;
+  static_assert(placed, "weft::tp_shard: swiglu must lie between a column-parallel and a row-parallel linear. Use it inside swiglu_mlp<>.");
+  using type = swiglu<(ffn_divisible ? F / TP : 1)>;
+};
+template <std::size_t V, std::size_t C, std::size_t TP, bool SP, bool R>
+struct tp_shard<token_embedding<V, C>, TP, SP, R> {
+  static constexpr bool placed = detail::tp_outside_region<token_embedding<V, C>, R>;
+  static_assert(placed, "weft::tp_shard: token_embedding lies inside a tensor-parallel region. Put the embedding before the blocks.");
+  using type = vocab_parallel_embedding<V, C, TP, SP>;
+};
+template <std::size_t V, std::size_t C, class Tie, std::size_t TP, bool SP, bool R>
+struct tp_shard<lm_head<V, C, Tie>, TP, SP, R> {
+  static constexpr bool placed = detail::tp_outside_region<lm_head<V, C, Tie>, R>;
+  static_assert(placed, "weft::tp_shard: lm_head lies inside a tensor-parallel region. Put the head after the blocks.");
+  using type = vocab_parallel_lm_head<V, C, Tie, TP, SP>;
+};
+// Replicated layers work on whole rows: outside regions only (under SP on the sequence slice).
+template <std::size_t Ctx, std::size_t C, std::size_t TP, bool SP, bool R>
+struct tp_shard<positional_embedding<Ctx, C>, TP, SP, R> {
+  static constexpr bool placed = detail::tp_outside_region<positional_embedding<Ctx, C>, R>;
+  static_assert(placed, "weft::tp_shard: a replicated layer (norm, positions) lies inside a tensor-parallel region, where rows hold a slice of the features. Move it before the column-parallel linear or after the row-parallel one.");
+  using type = std::conditional_t<SP, sequence_parallel_positional<Ctx, C, TP>, positional_embedding<Ctx, C>>;
+};
+template <std::size_t C, std::size_t TP, bool SP, bool R>
+struct tp_shard<layernorm<C>, TP, SP, R> {
+  static constexpr bool placed = detail::tp_outside_region<layernorm<C>, R>;
+  static_assert(placed, "weft::tp_shard: a replicated layer (norm, positions) lies inside a tensor-parallel region, where rows hold a slice of the features. Move it before the column-parallel linear or after the row-parallel one.");
+  using type = layernorm<C>;
+};
+template <std::size_t C, std::size_t TP, bool SP, bool R>
+struct tp_shard<rmsnorm<C>, TP, SP, R> {
+  static constexpr bool placed = detail::tp_outside_region<rmsnorm<C>, R>;
+  static_assert(placed, "weft::tp_shard: a replicated layer (norm, positions) lies inside a tensor-parallel region, where rows hold a slice of the features. Move it before the column-parallel linear or after the row-parallel one.");
+  using type = rmsnorm<C>;
+};
+
+// ---- whole models ----
+
+namespace detail {
+// The sequential a model type derives from (gpt<Cfg> and llama<Cfg> are sequentials).
+template <class... Ls>
+sequential<Ls...> sequential_base(const sequential<Ls...>*);
+template <class M>
+using sequential_base_t = decltype(sequential_base(static_cast<const M*>(nullptr)));
+}  // namespace detail
+
+/// The model one of `TP` tensor-parallel ranks runs (`SP`: with sequence parallelism). Its
+/// parameters keep the single-process names, with each rank's shard shapes; its logits are
+/// the rank's vocabulary slice, (batch, seq, vocab/tp).
+template <language_model Model, std::size_t TP, bool SP = false>
+struct tp_model : tp_shard_t<detail::sequential_base_t<Model>, TP, SP> {
+  using global_model = Model;
+  static constexpr std::size_t tp = TP;
+  static constexpr bool sequence_parallel = SP;
+  static constexpr std::size_t vocab_size = Model::vocab_size;  ///< the whole vocabulary
+  static constexpr std::size_t vocab_local = Model::vocab_size / TP;
+  static constexpr std::size_t context_length = Model::context_length;
+  static constexpr std::size_t depth = Model::depth;
+  static constexpr std::size_t width = Model::width;
+  static constexpr std::size_t heads = Model::heads;
+};
+
+// ---- the plan of one rank ----
+
+/// The memory plan of one tensor-parallel rank for the single-process plan `Plan`: the same
+/// sections as plan<> (parameters ... targets) sized for the rank's shard, plus the loss's
+/// workspace. Tokens and targets are the whole micro-batch; the logits (batch, seq, vocab/tp).
+template <class Plan, std::size_t TP, bool SP = false>
+struct tensor_parallel_plan {
+  using global_plan = Plan;
+  using value_type = typename Plan::value_type;
+  using T = value_type;
+  static constexpr std::size_t tp = TP;
+  static constexpr bool sequence_parallel = SP;
+  static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows;
+
+  // ---- validation at the user's line ----
+  static constexpr bool tp_positive = diag::at_least<TP, 1>;
+  static_assert(tp_positive, "weft::tensor_parallel: tp is 0. Use a tensor-parallel degree of at least 1.");
+  static constexpr bool seq_divisible = !SP || diag::divisible<S, (TP > 0 ? TP : 1)>;
+  static_assert(seq_divisible, "weft::tensor_parallel: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
+
+  using model = tp_model<typename Plan::model, TP, SP>;
+  /// Tokens per sequence of the model's frame: this rank's slice under SP.
+  static constexpr std::size_t local_seq = SP ? S / TP : S;
+  static constexpr std::size_t vocab_local = model::vocab_local;
+
+  // ---- element counts ----
+  static constexpr std::size_t param_count = model::param_count;
+  static constexpr std::size_t kept_count = model::template kept_count<B, local_seq>;
+  static constexpr std::size_t scratch_count = model::template scratch_count<B, local_seq>;
+  static constexpr std::size_t logits_count = rows * vocab_local;
+  static constexpr std::size_t loss_work_count = vocab_parallel_cross_entropy_work<rows>;
+
+  enum section_id : std::size_t {
+    params, grads, adam_m, adam_v, kept, logits, scratch, losses, loss_work, tokens, targets, n_sections
+  };
+  static constexpr std::array<std::string_view, n_sections> section_names{
+      "parameters", "gradients", "adamw m", "adamw v", "kept activations", "logits / dlogits", "workspace",
+      "losses", "loss workspace", "token ids", "targets"};
+  static constexpr std::array<std::size_t, n_sections> section_elements{
+      param_count, param_count, param_count, param_count, kept_count, logits_count, scratch_count,
+      rows, loss_work_count, rows, rows};
+  static constexpr std::array<std::size_t, n_sections> section_element_bytes{
+      sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T),
+      sizeof(double), sizeof(std::int32_t), sizeof(std::int32_t)};
+  static constexpr std::size_t alignment = 64;
+  static constexpr std::array<std::size_t, n_sections> offsets = [] {
+    std::array<std::size_t, n_sections> o{};
+    std::size_t acc = 0;
+    for (std::size_t i = 0; i < n_sections; ++i) {
+      o[i] = acc;
+      acc = (acc + section_elements[i] * section_element_bytes[i] + alignment - 1) / alignment * alignment;
+    }
+    return o;
+  }();
+  /// Total bytes of one rank's arena.
+  static constexpr std::size_t bytes_per_rank =
+      offsets[n_sections - 1] + (rows * sizeof(std::int32_t) + alignment - 1) / alignment * alignment;
+
+  /// This rank's parameters (single-process names, shard shapes, offsets in its block).
+  static std::vector<param_info> parameters() {
+    std::vector<param_info> v;
+    model::visit_params("", 0, init_context{Plan::model::depth}, [&](const param_info& p) { v.push_back(p); });
+    return v;
+  }
+};
+
+// ---- shard maps ----
+
+/// For each element of rank `rank`'s shard of a parameter (row-major, in its shard shape),
+/// its flat index in the single-process parameter `whole` (as plan<>::parameters() lists it),
+/// when `tp` ranks share it:
+///   column  the first axis cut, each packed segment separately: rank r holds rows
+///           [a + r·w/tp, a + (r+1)·w/tp) of every segment [a, a + w), in segment order
+///   vocab   the first axis cut into tp contiguous runs
+///   row     the last axis cut into tp contiguous runs
+///   replicated  the whole parameter
+inline std::vector<std::size_t> shard_indices(const param_info& whole, std::size_t tp, std::size_t rank) {
+  std::vector<std::size_t> idx;
+  const auto bad = [&](const char* what) {
+    return std::invalid_argument("weft::shard_indices: " + whole.name + ": " + what + " is not divisible by tp " +
+                                 std::to_string(tp) + ". Choose a tp that divides it.");
+  };
+  if (whole.tp_role == role::replicated || tp == 1 || whole.shape.empty()) {
+    idx.resize(whole.size);
+    for (std::size_t i = 0; i < whole.size; ++i) idx[i] = i;
+    return idx;
+  }
+  const std::size_t first = whole.shape.front(), last = whole.shape.back();
+  if (whole.tp_role == role::row) {
+    if (last % tp) throw bad("the in axis");
+    const std::size_t part = last / tp, outer = whole.size / last;
+    idx.reserve(whole.size / tp);
+    for (std::size_t o = 0; o < outer; ++o)
+      for (std::size_t c = 0; c < part; ++c) idx.push_back(o * last + rank * part + c);
+    return idx;
+  }
+  // column and vocab: whole rows of the first axis
+  const std::size_t inner = whole.size / first;
+  std::vector<std::size_t> segments = whole.tp_role == role::column ? whole.segments : std::vector<std::size_t>{};
+  if (segments.empty()) segments.push_back(first);
+  idx.reserve(whole.size / tp);
+  std::size_t start = 0;
+  for (std::size_t w : segments) {
+    if (w % tp) throw bad(whole.tp_role == role::vocab ? "the vocabulary" : "the out axis (or a packed segment)");
+    const std::size_t part = w / tp;
+    for (std::size_t r = start + rank * part; r < start + (rank + 1) * part; ++r)
+      for (std::size_t i = 0; i < inner; ++i) idx.push_back(r * inner + i);
+    start += w;
+  }
+  return idx;
+}
+
+namespace detail {
+inline const param_info& whole_param(const std::vector<param_info>& whole, const std::string& name) {
+  for (const auto& p : whole)
+    if (p.name == name) return p;
+  throw std::invalid_argument("weft::tensor_parallel: the shard parameter " + name +
+                              " has no single-process counterpart. Map the model with tp_model<>.");
+}
+// Each local parameter with the flat indices of its elements in the single-process block.
+inline std::vector<std::size_t> block_indices(const std::vector<param_info>& local, const std::vector<param_info>& whole,
+                                              std::size_t tp, std::size_t rank, std::size_t local_count) {
+  std::vector<std::size_t> map(local_count, static_cast<std::size_t>(-1));
+  for (const auto& p : local) {
+    const param_info& w = whole_param(whole, p.name);
+    const auto idx = shard_indices(w, tp, rank);
+    if (idx.size() != p.size)
+      throw std::logic_error("weft::tensor_parallel: the shard of " + p.name + " has " + std::to_string(p.size) +
+                             " elements, its shard map " + std::to_string(idx.size()) + ".");
+    for (std::size_t i = 0; i < p.size; ++i) map[p.offset + i] = w.offset + idx[i];
+  }
+  return map;
+}
+}  // namespace detail
+
+/// Collective over the tp group: writes the single-process parameter block `whole_block`
+/// (laid out as `whole`) from every rank's shard `local_block` (laid out as `local`).
+template <class T>
+void gather_shards(tp_group& g, std::span<const T> local_block, const std::vector<param_info>& local,
+                   const std::vector<param_info>& whole, std::span<T> whole_block) {
+  const std::size_t tp = static_cast<std::size_t>(g.size()), n = local_block.size();
+  std::vector<T> all(n * tp);  // (tp, local block)
+  g.all_gather(local_block.data(), all.data(), n);
+  for (std::size_t r = 0; r < tp; ++r) {
+    const auto map = detail::block_indices(local, whole, tp, r, n);
+    for (std::size_t i = 0; i < n; ++i) whole_block[map[i]] = all[r * n + i];
+  }
+}
+
+/// The inverse: this rank's shard `local_block` from the single-process block `whole_block`.
+template <class T>
+void scatter_shards(std::span<const T> whole_block, const std::vector<param_info>& whole, std::span<T> local_block,
+                    const std::vector<param_info>& local, std::size_t tp, std::size_t rank) {
+  const auto map = detail::block_indices(local, whole, tp, rank, local_block.size());
+  for (std::size_t i = 0; i < local_block.size(); ++i) local_block[i] = whole_block[map[i]];
+}
+
+}  // namespace weft

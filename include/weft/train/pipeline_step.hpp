@@ -1,0 +1,625 @@
+#pragma once
+// ---- pipeline_step: one pipeline stage's share of a training step ----
+// `pipeline_step<Plan, P, Schedule, M, Comm>` runs, on the rank with index `stage` in the
+// pipeline group (its rank in `pp`), the instruction list make_schedule<Schedule, P, M>() gives
+// that stage: forward/backward of (micro-batch, chunk) through the stage's chunk types
+// pipeline_stage_t<Model, P, stage, V, chunk>, and the activation/gradient traffic with the
+// neighbouring stages. The stage index is a run-time value (the rank); every stage's types are
+// compiled in and picked through a table built over an index_sequence.
+//
+// Execution (the schedule's own model, see schedule_check.hpp): a run of adjacent sends/recvs
+// in the list is one *group*, posted at once (isend/irecv) and waited for together — Megatron-
+// LM's batch_isend_irecv. The compile-time simulation proves that the lists complete this way
+// for every schedule (report.grouped); a static_assert below makes the executor rest on that
+// proof. Messages are tagged by what they carry: (activation or gradient, micro-batch, virtual
+// stage that consumes it), unique within a step.
+//
+// Memory: parameters, gradients and AdamW moments of the stage's chunks, back to back in one
+// block (parameter_infos() names them with their global names), and activation *slots*: one
+// per activation set the stage holds at once — the schedule simulation's peak, not M (1F1B on
+// stage s holds P - s). A slot is taken when its input arrives (recv_act; forward on the first
+// virtual stage) and given back once its input gradient is sent (send_grad; backward on the
+// first virtual stage). A slot holds the chunk's kept activations, its input x, its output y
+// (the activation sent on, or the logits; later the output gradient received, in place) and
+// the input gradient dx it sends back. Everything is allocated once, at construction.
+//
+// The step: micro-batches replace gradient accumulation (train_options::grad_accum must be 1).
+// The loss is computed on the last stage (fused softmax-cross-entropy, scale 1/(rows·M·dp)) and
+// broadcast over the group; after the last backward the tied-embedding copies' gradients are
+// summed over the embedding group (first and last stage), then the global gradient norm is
+// clipped (sum of squares over the pipeline group, the tied copy counted once) and AdamW runs.
+// Inside data_parallel_step the data-parallel reduction comes between the two: it calls
+// forward_backward(fill, dp), reduces, then clips with grad_norm_squared()/model_parallel_sum()
+// and updates with apply_optimizer().
+#include "weft/comm/communicator.hpp"        // communicator, reduce_op
+#include "weft/model/layer.hpp"              // frame, param_info, init_context
+#include "weft/ops/adamw.hpp"                // adamw_step
+#include "weft/ops/cross_entropy.hpp"        // softmax_cross_entropy_forward_backward, _forward
+#include "weft/parallel/instruction.hpp"     // instruction, instruction_kind
+#include "weft/parallel/pipeline_stage.hpp"  // pipeline_stage, pipeline_stage_t
+#include "weft/parallel/schedule.hpp"        // schedule_tag, schedule_v, schedule_report_v
+#include "weft/train/training_step.hpp"      // train_options, step_metrics, initialise_parameters
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weft {
+
+namespace detail {
+
+// ---- how the executor uses one stage's list ----
+
+// What the executor needs of a list beyond the proof: the most activation slots held at once
+// under its allocation rule, and that no group both sends a chunk's output y and receives its
+// gradient into y.
+struct pipeline_slot_use {
+  std::size_t peak = 0;
+  bool output_reuse_ok = true;
+};
+
+template <std::size_t P, std::size_t M, std::size_t V>
+constexpr pipeline_slot_use slot_use_of(const schedule<P, M, V>& s, std::size_t stage) {
+  pipeline_slot_use u;
+  std::size_t live = 0;
+  const auto list = s.list(stage);
+  for (std::size_t i = 0; i < list.size();) {
+    const instruction& x = list[i];
+    if (!x.is_comm()) {  // slots of the first virtual stage live from forward to backward
+      if (x.chunk * P + stage == 0 && x.kind == instruction_kind::forward) u.peak = std::max(u.peak, ++live);
+      if (x.chunk * P + stage == 0 && x.kind == instruction_kind::backward) --live;
+      ++i;
+      continue;
+    }
+    std::size_t e = i;
+    while (e < list.size() && list[e].is_comm()) ++e;
+    for (std::size_t a = i; a < e; ++a) {  // a group: frees (send_grad) before takes (recv_act)
+      if (list[a].kind == instruction_kind::send_grad) --live;
+      if (list[a].kind == instruction_kind::recv_grad)
+        for (std::size_t b = i; b < e; ++b)
+          if (list[b].kind == instruction_kind::send_act && list[b].mb == list[a].mb && list[b].chunk == list[a].chunk)
+            u.output_reuse_ok = false;
+    }
+    for (std::size_t a = i; a < e; ++a)
+      if (list[a].kind == instruction_kind::recv_act) u.peak = std::max(u.peak, ++live);
+    i = e;
+  }
+  return u;
+}
+
+// The slot use of every stage agrees with the simulation's peak and reuses outputs safely.
+template <std::size_t P, std::size_t M, std::size_t V>
+constexpr bool slot_use_matches(const schedule<P, M, V>& s, const schedule_report<P>& r) {
+  for (std::size_t st = 0; st < P; ++st) {
+    const pipeline_slot_use u = slot_use_of(s, st);
+    if (u.peak != r.peak_activations[st] || !u.output_reuse_ok) return false;
+  }
+  return true;
+}
+
+constexpr std::size_t align_bytes(std::size_t n) { return (n + 63) / 64 * 64; }
+
+// ---- per (stage, chunk): sizes and entry points of its layer, from the types ----
+
+// Where one chunk runs: the frame without its type (the chunk's layer type is the frame's root).
+template <class T>
+struct pipeline_chunk_frame {
+  T* params;
+  T* grads;  // nullptr: forward only
+  T* kept;
+  T* scratch;
+  const std::int32_t* tokens;
+};
+
+template <class T>
+struct pipeline_chunk_facts {
+  std::size_t params, kept, scratch, in_width, out_width, virtual_stage;
+  std::size_t tied_offset, tied_count;  // the range summed over the embedding group (count 0: none)
+  bool carries_tied;                    // the last stage's copy: not counted in the norm
+  void (*forward)(const pipeline_chunk_frame<T>&, const T*, T*);
+  void (*backward)(const pipeline_chunk_frame<T>&, const T*, const T*, T*);
+  void (*visit)(std::vector<param_info>&, std::size_t base, std::size_t depth);
+};
+
+template <class T, std::size_t B, std::size_t S, class L>
+frame<T, B, S, L> pipeline_frame(const pipeline_chunk_frame<T>& c) {
+  frame<T, B, S, L> f;
+  f.params = c.params;
+  f.grads = c.grads;
+  f.kept = c.kept;
+  f.scratch = c.scratch;
+  f.root_params = c.params;  // the chunk is the root: a tied head finds its copy in the chunk
+  f.root_grads = c.grads;
+  f.tokens = c.tokens;
+  return f;
+}
+template <class T, std::size_t B, std::size_t S, class L>
+void pipeline_forward(const pipeline_chunk_frame<T>& c, const T* in, T* out) {
+  L::forward(pipeline_frame<T, B, S, L>(c), in, out);
+}
+template <class T, std::size_t B, std::size_t S, class L>
+void pipeline_backward(const pipeline_chunk_frame<T>& c, const T* in, const T* dout, T* din) {
+  L::backward(pipeline_frame<T, B, S, L>(c), in, dout, din);
+}
+template <class L>
+void pipeline_visit(std::vector<param_info>& out, std::size_t base, std::size_t depth) {
+  L::visit_params("", base, init_context{depth}, [&](const param_info& p) { out.push_back(p); });
+}
+
+template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t I>
+constexpr pipeline_chunk_facts<T> pipeline_facts_at() {
+  using info = pipeline_stage<Model, P, I / V, V, I % V>;
+  using L = typename info::type;
+  return {L::param_count,
+          L::template kept_count<B, S>,
+          L::template scratch_count<B, S>,
+          L::in_width,
+          L::out_width,
+          info::virtual_stage,
+          info::in_embedding_group ? info::tied_offset : 0,
+          info::tied_count,
+          info::carries_tied,
+          &pipeline_forward<T, B, S, L>,
+          &pipeline_backward<T, B, S, L>,
+          &pipeline_visit<L>};
+}
+template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t... I>
+constexpr std::array<pipeline_chunk_facts<T>, sizeof...(I)> pipeline_facts(std::index_sequence<I...>) {
+  return {pipeline_facts_at<Model, T, B, S, P, V, I>()...};
+}
+// (stage * V + chunk) -> facts of that chunk's layer: all stages' types, compiled into every rank.
+template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V>
+inline constexpr std::array<pipeline_chunk_facts<T>, P * V> pipeline_facts_v =
+    pipeline_facts<Model, T, B, S, P, V>(std::make_index_sequence<P * V>{});
+
+
+}  // namespace detail
+
+/// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `M` micro-batches of `Plan`'s
+/// batch shape, with point-to-point traffic over the pipeline group `Comm`.
+template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm>
+  requires communicator<Comm>
+class pipeline_step {
+ public:
+  using plan_type = Plan;
+  using model = typename Plan::model;
+  using T = typename Plan::value_type;
+  using schedule_type = Schedule;
+  static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, vocab = Plan::vocab_size;
+  static constexpr std::size_t stages = P, microbatches = M, chunks = Schedule::chunks;
+  static constexpr std::size_t virtual_stages = P * chunks;
+
+  /// The layer of chunk `Chunk` of stage `Stage`.
+  template <std::size_t Stage, std::size_t Chunk>
+  using stage_type = pipeline_stage_t<model, P, Stage, chunks, Chunk>;
+
+  // ---- the schedule, and what the executor relies on ----
+  static constexpr const auto& instructions = schedule_v<Schedule, P, M>;
+  static constexpr const auto& report = schedule_report_v<Schedule, P, M>;
+  static constexpr bool interleaving_has_stages = P >= 2 || chunks == 1;
+  static_assert(interleaving_has_stages,
+                "weft::pipeline_step: interleaved chunks on a single stage. Use at least 2 pipeline stages with "
+                "interleaved<V>, or one_f_one_b on one stage.");
+  static constexpr bool groups_complete = report.grouped.deadlock_free;
+  static_assert(groups_complete,
+                "weft::pipeline_step: the schedule's lists do not complete when each run of sends/recvs is posted "
+                "as a group. Use a schedule whose report.grouped.deadlock_free holds (all of make_schedule's do).");
+  static constexpr bool slots_checked = detail::slot_use_matches(instructions, report);
+  static_assert(slots_checked,
+                "weft::pipeline_step: the schedule holds more activation sets than its simulation's peak under the "
+                "slot rule, or receives a gradient in the group that sends the same output. Reorder the list.");
+
+  /// Parameter runs with and without weight decay (as training_step's).
+  struct group {
+    std::size_t offset, size;
+    bool decay;
+  };
+  /// A run of the parameter block.
+  struct range {
+    std::size_t offset, size;
+  };
+
+ private:
+  using chunk_frame = detail::pipeline_chunk_frame<T>;
+  using chunk_facts = detail::pipeline_chunk_facts<T>;
+  static constexpr const auto& facts_ = detail::pipeline_facts_v<model, T, B, S, P, chunks>;
+  static constexpr const chunk_facts& facts(std::size_t stage, std::size_t chunk) { return facts_[stage * chunks + chunk]; }
+
+ public:
+  // ---- the memory of one stage (byte offsets in its arena, fixed by the types) ----
+  struct stage_layout {
+    std::size_t param_count = 0;                 // elements of the stage's parameter block
+    std::array<std::size_t, chunks> chunk_base{};  // element offset of each chunk's block
+    std::size_t slots = 0;                       // activation sets held at once
+    std::size_t x = 0, y = 0, dx = 0, kept = 0;  // elements of each part of a slot
+    std::size_t slot_bytes = 0, scratch = 0;
+    std::size_t params_at = 0, grads_at = 0, m_at = 0, v_at = 0, slots_at = 0, scratch_at = 0, losses_at = 0,
+                tokens_at = 0, targets_at = 0, bytes = 0;
+  };
+  static constexpr stage_layout layout_of(std::size_t stage) {
+    stage_layout l;
+    std::size_t max_in = 0, max_out = 0;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const chunk_facts& f = facts(stage, c);
+      l.chunk_base[c] = l.param_count;
+      l.param_count += f.params;
+      max_in = std::max(max_in, f.in_width);
+      max_out = std::max(max_out, f.out_width);
+      l.kept = std::max(l.kept, f.kept);
+      l.scratch = std::max(l.scratch, f.scratch);
+    }
+    l.slots = std::max<std::size_t>(1, report.peak_activations[stage]);  // evaluate uses one slot
+    l.x = rows * max_in;
+    l.y = rows * max_out;
+    l.dx = rows * max_in;
+    const std::size_t t = sizeof(T);
+    l.slot_bytes = detail::align_bytes(l.x * t) + detail::align_bytes(l.y * t) + detail::align_bytes(l.dx * t) +
+                   detail::align_bytes(l.kept * t);
+    std::size_t at = 0;
+    auto take = [&](std::size_t bytes) {
+      const std::size_t o = at;
+      at += detail::align_bytes(bytes);
+      return o;
+    };
+    l.params_at = take(l.param_count * t);
+    l.grads_at = take(l.param_count * t);
+    l.m_at = take(l.param_count * t);
+    l.v_at = take(l.param_count * t);
+    l.slots_at = take(l.slots * l.slot_bytes);
+    l.scratch_at = take(l.scratch * t);
+    l.losses_at = take(rows * t);
+    l.tokens_at = take(M * rows * sizeof(std::int32_t));
+    l.targets_at = take(M * rows * sizeof(std::int32_t));
+    l.bytes = at;
+    return l;
+  }
+  /// Bytes of stage `stage`'s arena: everything its step touches besides code and BLAS buffers.
+  static constexpr std::size_t bytes_of_stage(std::size_t stage) { return layout_of(stage).bytes; }
+
+  // ---- construction ----
+
+  /// `pp` is this rank's pipeline group: P ranks, rank s running stage s.
+  explicit pipeline_step(Comm& pp, train_options options = {})
+      : pp_(checked_group(pp)),
+        embed_(pp_.split(in_embedding_group(static_cast<std::size_t>(pp.rank())) ? 0 : 1, pp.rank())),
+        options_(options),
+        stage_(static_cast<std::size_t>(pp.rank())),
+        layout_(layout_of(stage_)),
+        arena_(static_cast<std::byte*>(::operator new[](layout_.bytes, std::align_val_t{64}))) {
+    if (options_.grad_accum != 1)
+      throw std::invalid_argument("weft::pipeline_step: grad_accum is " + std::to_string(options_.grad_accum) +
+                                  ". Use 1: the pipeline's micro-batches<M> take the place of gradient accumulation.");
+    std::memset(arena_.get(), 0, layout_.bytes);
+    for (std::size_t c = 0; c < chunks; ++c) facts(stage_, c).visit(infos_, layout_.chunk_base[c], model::depth);
+    for (const auto& p : infos_) {
+      if (!groups_.empty() && groups_.back().decay == p.decay && groups_.back().offset + groups_.back().size == p.offset)
+        groups_.back().size += p.size;
+      else
+        groups_.push_back({p.offset, p.size, p.decay});
+    }
+    // The tied copy on the last stage: same name as the first stage's, so the same values.
+    initialise_parameters(params(), infos_, options_.seed);
+    for (std::size_t c = 0; c < chunks; ++c)
+      if (facts(stage_, c).carries_tied) skipped_.push_back({layout_.chunk_base[c], facts(stage_, c).tied_count});
+    slot_of_.assign(M * chunks, npos);
+    free_.reserve(layout_.slots);
+    requests_.reserve(8);
+  }
+
+  pipeline_step(pipeline_step&&) noexcept = default;
+
+  // ---- what data_parallel_step and checkpoints use ----
+  std::size_t stage() const { return stage_; }
+  const stage_layout& layout() const { return layout_; }
+  std::span<T> params() const { return {at<T>(layout_.params_at), layout_.param_count}; }
+  std::span<T> grads() const { return {at<T>(layout_.grads_at), layout_.param_count}; }
+  std::span<T> adam_m() const { return {at<T>(layout_.m_at), layout_.param_count}; }
+  std::span<T> adam_v() const { return {at<T>(layout_.v_at), layout_.param_count}; }
+  /// Token ids and targets of micro-batch `mb` (filled on the first and the last stage).
+  std::span<std::int32_t, rows> tokens(std::size_t mb = 0) const {
+    return std::span<std::int32_t, rows>{at<std::int32_t>(layout_.tokens_at) + mb * rows, rows};
+  }
+  std::span<std::int32_t, rows> targets(std::size_t mb = 0) const {
+    return std::span<std::int32_t, rows>{at<std::int32_t>(layout_.targets_at) + mb * rows, rows};
+  }
+  /// This stage's parameters with their global names, offsets in params().
+  const std::vector<param_info>& parameter_infos() const { return infos_; }
+  const std::vector<group>& parameter_groups() const { return groups_; }
+  /// Runs of params() the global norm does not count (the last stage's tied copy).
+  std::span<const range> norm_skipped() const { return skipped_; }
+  const train_options& options() const { return options_; }
+  train_options& options() { return options_; }
+  std::size_t step_count() const { return step_; }
+  void set_step_count(std::size_t s) { step_ = s; }
+  /// Gradients become final only after the last micro-batch of each chunk, so data parallelism
+  /// reduces after forward_backward returns; the hook is not called.
+  void set_grad_ready(grad_ready_hook) {}
+
+  // ---- the step ----
+
+  /// Calls fill(tokens, targets) once per micro-batch, in order, on the first and the last stage.
+  template <class Fill>
+  void load_microbatches(Fill&& fill) {
+    if (stage_ != 0 && stage_ + 1 != P) return;
+    for (std::size_t mb = 0; mb < M; ++mb) fill(tokens(mb), targets(mb));
+  }
+
+  /// Loads the micro-batches and runs the stage's list up to the update: all forwards and
+  /// backwards, gradients scaled by 1/(rows·M·replicas), then the tied-embedding sum. Returns the
+  /// mean loss over the M micro-batches (on every stage). `replicas`: the data-parallel size.
+  template <class Fill>
+  double forward_backward(Fill&& fill, std::size_t replicas = 1) {
+    load_microbatches(fill);
+    return run_schedule(replicas);
+  }
+
+  /// One optimizer step of the pipeline alone (no data parallelism).
+  template <class Fill>
+  step_metrics step(Fill&& fill) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step_metrics m;
+    m.loss = forward_backward(fill, 1);
+    m.grad_norm = clip_gradients();
+    m.lr = apply_optimizer();
+    m.step = step_;
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.tokens_per_second = static_cast<double>(rows * M) / m.seconds;
+    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
+    return m;
+  }
+
+  /// Sum of squared gradients over the whole pipeline (every stage gets it), the tied copy once.
+  double grad_norm_squared() {
+    const T* g = grads().data();
+    double sq = 0;
+    std::size_t i = 0;
+    for (const range& r : skipped_) {
+      for (; i < r.offset; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      i = r.offset + r.size;
+    }
+    for (; i < layout_.param_count; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    return model_parallel_sum(sq);
+  }
+  /// A squared-norm contribution summed over the pipeline group.
+  double model_parallel_sum(double local) {
+    pp_.all_reduce(std::span<double>(&local, 1), reduce_op::sum);
+    return local;
+  }
+
+  /// Global L2 norm of the gradients; scales them down to grad_clip when above. Returns the norm before.
+  double clip_gradients() {
+    const double norm = std::sqrt(grad_norm_squared());
+    if (options_.grad_clip > 0 && norm > options_.grad_clip) {
+      const T s = static_cast<T>(options_.grad_clip / norm);
+      for (T& x : grads()) x *= s;
+    }
+    return norm;
+  }
+
+  /// AdamW on the stage's parameter groups with this step's learning rate; advances the step count.
+  double apply_optimizer() {
+    const auto& o = options_.optimizer;
+    const double lr = options_.schedule.at(step_, o.lr);
+    ++step_;
+    for (const auto& g : groups_)
+      ops::adamw_step(params().data() + g.offset, grads().data() + g.offset, adam_m().data() + g.offset,
+                      adam_v().data() + g.offset, g.size, static_cast<float>(lr), o.beta1, o.beta2, o.eps,
+                      g.decay ? o.weight_decay : 0.0f, static_cast<int>(step_));
+    return lr;
+  }
+
+  /// Mean loss of `batches` micro-batches from `fill` (called on the first and the last stage),
+  /// forward only, one micro-batch at a time through the virtual stages; every stage gets it.
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    double sum = 0;
+    for (std::size_t b = 0; b < batches; ++b) {
+      if (stage_ == 0 || stage_ + 1 == P) fill(tokens(0), targets(0));
+      for (std::size_t c = 0; c < chunks; ++c) {
+        const chunk_facts& f = facts(stage_, c);
+        const std::size_t vs = f.virtual_stage;
+        if (vs > 0) pp_.recv(std::span<T>(x_of(0), rows * f.in_width), static_cast<int>(prev()), act_tag(0, vs));
+        f.forward(chunk_frame_of(c, 0, 0, false), vs == 0 ? nullptr : x_of(0), y_of(0));
+        if (vs + 1 < virtual_stages) {
+          pp_.send(std::span<const T>(y_of(0), rows * f.out_width), static_cast<int>(next()), act_tag(0, vs + 1));
+        } else {
+          T* losses = at<T>(layout_.losses_at);
+          ops::softmax_cross_entropy_forward<rows, vocab>(losses, y_of(0), targets(0).data());
+          sum += mean_loss(losses);
+        }
+      }
+    }
+    pp_.broadcast(std::span<double>(&sum, 1), static_cast<int>(P - 1));
+    return batches ? sum / static_cast<double>(batches) : 0.0;
+  }
+
+ private:
+  static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  static bool in_embedding_group(std::size_t stage) {
+    for (std::size_t c = 0; c < chunks; ++c)
+      if (facts(stage, c).tied_count > 0) return true;
+    return false;
+  }
+  static Comm checked_group(Comm& pp) {
+    if (static_cast<std::size_t>(pp.size()) != P)
+      pp.abort(1, "weft::pipeline_step: the pipeline group has " + std::to_string(pp.size()) + " ranks but the pipeline has " +
+                      std::to_string(P) + " stages. Split the world into groups of P ranks, rank s of a group running stage s.");
+    return pp;
+  }
+
+  // ---- the arena ----
+  template <class U>
+  U* at(std::size_t byte_offset) const {
+    return reinterpret_cast<U*>(arena_.get() + byte_offset);
+  }
+  std::byte* slot_base(std::size_t slot) const { return arena_.get() + layout_.slots_at + slot * layout_.slot_bytes; }
+  T* x_of(std::size_t slot) const { return reinterpret_cast<T*>(slot_base(slot)); }
+  T* y_of(std::size_t slot) const {
+    return reinterpret_cast<T*>(slot_base(slot) + detail::align_bytes(layout_.x * sizeof(T)));
+  }
+  T* dx_of(std::size_t slot) const {
+    return reinterpret_cast<T*>(reinterpret_cast<std::byte*>(y_of(slot)) + detail::align_bytes(layout_.y * sizeof(T)));
+  }
+  T* kept_of(std::size_t slot) const {
+    return reinterpret_cast<T*>(reinterpret_cast<std::byte*>(dx_of(slot)) + detail::align_bytes(layout_.dx * sizeof(T)));
+  }
+  chunk_frame chunk_frame_of(std::size_t chunk, std::size_t slot, std::size_t mb, bool with_grads) const {
+    const std::size_t base = layout_.chunk_base[chunk];
+    return {params().data() + base, with_grads ? grads().data() + base : nullptr, kept_of(slot),
+            at<T>(layout_.scratch_at), tokens(mb).data()};
+  }
+
+  // ---- slots ----
+  std::size_t& slot_of(std::size_t mb, std::size_t chunk) { return slot_of_[mb * chunks + chunk]; }
+  std::size_t take_slot(std::size_t mb, std::size_t chunk) {
+    if (free_.empty())  // the static check rules this out; a broken invariant must not write out of bounds
+      pp_.abort(1, "weft::pipeline_step: no free activation slot (internal error: the slot count is wrong).");
+    const std::size_t s = free_.back();
+    free_.pop_back();
+    return slot_of(mb, chunk) = s;
+  }
+  void give_back(std::size_t mb, std::size_t chunk) {
+    free_.push_back(slot_of(mb, chunk));
+    slot_of(mb, chunk) = npos;
+  }
+
+  // ---- neighbours and tags: (activation or gradient, micro-batch, consuming virtual stage) ----
+  std::size_t next() const { return (stage_ + 1) % P; }
+  std::size_t prev() const { return (stage_ + P - 1) % P; }
+  static int act_tag(std::size_t mb, std::size_t consumer) { return static_cast<int>(mb * virtual_stages + consumer); }
+  static int grad_tag(std::size_t mb, std::size_t consumer) {
+    return static_cast<int>((M + mb) * virtual_stages + consumer);
+  }
+  static_assert(2 * M * P * chunks <= 32767, "weft::pipeline_step: too many messages per step for MPI's smallest tag range. Use fewer micro-batches or chunks.");
+
+  // Posts the group [i, e) of sends/recvs and waits for all of it.
+  void run_group(std::span<const instruction> list, std::size_t i, std::size_t e) {
+    std::size_t frees[8], n_frees = 0;
+    for (std::size_t a = i; a < e; ++a) {  // sends first; slots whose dx leaves are given back after
+      const instruction& x = list[a];
+      const chunk_facts& f = facts(stage_, x.chunk);
+      const std::size_t vs = f.virtual_stage;
+      if (x.kind == instruction_kind::send_act) {
+        requests_.push_back(pp_.isend(std::span<const T>(y_of(slot_of(x.mb, x.chunk)), rows * f.out_width), x.peer,
+                                      act_tag(x.mb, vs + 1)));
+      } else if (x.kind == instruction_kind::send_grad) {
+        requests_.push_back(pp_.isend(std::span<const T>(dx_of(slot_of(x.mb, x.chunk)), rows * f.in_width), x.peer,
+                                      grad_tag(x.mb, vs - 1)));
+        if (n_frees == 8) flush_frees(frees, n_frees);
+        frees[n_frees++] = static_cast<std::size_t>(x.mb) * chunks + x.chunk;
+      }
+    }
+    flush_frees(frees, n_frees);  // dx is read by the send; x, y, kept are free for a recv_act
+    for (std::size_t a = i; a < e; ++a) {
+      const instruction& x = list[a];
+      const chunk_facts& f = facts(stage_, x.chunk);
+      const std::size_t vs = f.virtual_stage;
+      if (x.kind == instruction_kind::recv_act) {
+        const std::size_t s = take_slot(x.mb, x.chunk);
+        requests_.push_back(pp_.irecv(std::span<T>(x_of(s), rows * f.in_width), x.peer, act_tag(x.mb, vs)));
+      } else if (x.kind == instruction_kind::recv_grad) {  // into y: its activation has left
+        requests_.push_back(
+            pp_.irecv(std::span<T>(y_of(slot_of(x.mb, x.chunk)), rows * f.out_width), x.peer, grad_tag(x.mb, vs)));
+      }
+    }
+    for (auto& r : requests_) r.wait();
+    requests_.clear();
+  }
+  void flush_frees(std::size_t* frees, std::size_t& n) {
+    for (std::size_t k = 0; k < n; ++k) give_back(frees[k] / chunks, frees[k] % chunks);
+    n = 0;
+  }
+
+  void run_forward(std::size_t mb, std::size_t chunk, T scale, double& loss_sum) {
+    const chunk_facts& f = facts(stage_, chunk);
+    const std::size_t vs = f.virtual_stage;
+    const std::size_t s = vs == 0 ? take_slot(mb, chunk) : slot_of(mb, chunk);
+    f.forward(chunk_frame_of(chunk, s, mb, true), vs == 0 ? nullptr : x_of(s), y_of(s));  // y: (batch, seq, out)
+    if (vs + 1 == virtual_stages) {  // the loss; y now holds dlogits for the backward
+      T* losses = at<T>(layout_.losses_at);
+      ops::softmax_cross_entropy_forward_backward<rows, vocab>(losses, y_of(s), targets(mb).data(), scale);
+      loss_sum += mean_loss(losses);
+    }
+  }
+  void run_backward(std::size_t mb, std::size_t chunk) {
+    const chunk_facts& f = facts(stage_, chunk);
+    const std::size_t vs = f.virtual_stage;
+    const std::size_t s = slot_of(mb, chunk);
+    T* din = vs == 0 ? nullptr : dx_of(s);  // (batch, seq, width); backward accumulates into it
+    if (din) std::fill_n(din, rows * f.in_width, T{0});
+    f.backward(chunk_frame_of(chunk, s, mb, true), vs == 0 ? nullptr : x_of(s), y_of(s), din);
+    if (vs == 0) give_back(mb, chunk);
+  }
+
+  // The two copies of the tied parameter hold the sum of both stages' gradients.
+  void sum_tied_gradients() {
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const chunk_facts& f = facts(stage_, c);
+      if (f.tied_count > 0)
+        embed_.all_reduce(grads().subspan(layout_.chunk_base[c] + f.tied_offset, f.tied_count), reduce_op::sum);
+    }
+  }
+
+  double run_schedule(std::size_t replicas) {
+    std::fill(grads().begin(), grads().end(), T{0});
+    std::fill(slot_of_.begin(), slot_of_.end(), npos);
+    free_.clear();
+    for (std::size_t s = layout_.slots; s-- > 0;) free_.push_back(s);
+    const T scale = static_cast<T>(1.0 / static_cast<double>(rows * M * replicas));
+    double loss_sum = 0;
+    const auto list = instructions.list(stage_);
+    for (std::size_t i = 0; i < list.size();) {
+      const instruction& x = list[i];
+      if (x.is_comm()) {
+        std::size_t e = i;
+        while (e < list.size() && list[e].is_comm()) ++e;
+        run_group(list, i, e);
+        i = e;
+        continue;
+      }
+      switch (x.kind) {
+        case instruction_kind::forward: run_forward(x.mb, x.chunk, scale, loss_sum); break;
+        case instruction_kind::backward: run_backward(x.mb, x.chunk); break;
+        case instruction_kind::reduce_grads: sum_tied_gradients(); break;  // data parallelism reduces after
+        default: break;  // optimizer_step: the caller's (step(), or data_parallel_step)
+      }
+      ++i;
+    }
+    pp_.broadcast(std::span<double>(&loss_sum, 1), static_cast<int>(P - 1));
+    return loss_sum / static_cast<double>(M);
+  }
+
+  static double mean_loss(const T* losses) {
+    double s = 0;
+    for (std::size_t i = 0; i < rows; ++i) s += static_cast<double>(losses[i]);
+    return s / static_cast<double>(rows);
+  }
+
+  Comm pp_;
+  Comm embed_;  // first and last stage (the tied gradient sum); a group of the others elsewhere
+  train_options options_;
+  std::size_t stage_;
+  stage_layout layout_;
+  std::unique_ptr<std::byte[], detail::aligned_free> arena_;
+  std::vector<param_info> infos_;
+  std::vector<group> groups_;
+  std::vector<range> skipped_;
+  std::vector<std::size_t> slot_of_;  // (micro-batch, chunk) -> slot while held
+  std::vector<std::size_t> free_;
+  std::vector<typename Comm::request> requests_;
+  std::size_t step_ = 0;
+};
+
+}  // namespace weft

@@ -1,0 +1,328 @@
+#pragma once
+// ---- tensor_parallel_step: the training step of one tensor-parallel rank (Megatron-LM) ----
+// Runs tp_model<Plan::model, TP, SP> (parallel/tensor_parallel.hpp) on this rank's shard of
+// every parameter, with the whole micro-batch's tokens; the loss is the vocabulary-parallel
+// softmax cross-entropy. It has the members data_parallel_step needs of a local step, so
+// dp x tp is data_parallel_step<Plan, Comm, Zero, tensor_parallel_step<Plan, TP, SP>> over the
+// data-parallel group, wrapping a step built on the tensor-parallel group.
+//
+// Replicated parameters (norms, row-parallel biases, learned positions) are held whole on
+// every rank. Without SP their gradients come out equal on every rank. With SP each rank's
+// backward sees only its sequence slice, so their gradients are summed over the tp group as
+// soon as backward has finished them (before a data-parallel bucket holding them starts).
+// Norms count each replicated parameter once (on tp rank 0), so clipping matches one process.
+#include "weft/comm/communicator.hpp"            // communicator
+#include "weft/comm/tp_adapter.hpp"              // make_tp_group
+#include "weft/model/layer.hpp"                  // frame, param_info, tp_group, grad_ready_hook
+#include "weft/model/tensor_parallel_layers.hpp" // vocab_parallel_cross_entropy_*
+#include "weft/ops/adamw.hpp"                    // adamw_step
+#include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards
+#include "weft/train/training_step.hpp"          // train_options, step_metrics, initialise_parameters
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weft {
+
+/// Fills this rank's shard `local_block` with exactly the values the single-process run gives
+/// the same elements (initialise_parameters per name, from `seed`).
+template <class T>
+void initialise_shards(std::span<T> local_block, const std::vector<param_info>& local,
+                       const std::vector<param_info>& whole, std::size_t tp, std::size_t rank, std::uint64_t seed) {
+  for (const auto& p : local) {
+    const param_info& w = detail::whole_param(whole, p.name);
+    param_info one = w;  // the whole parameter, alone in a block of its own
+    one.offset = 0;
+    std::vector<T> values(w.size);
+    initialise_parameters(std::span<T>(values), std::vector<param_info>{one}, seed);
+    const auto idx = shard_indices(w, tp, rank);
+    for (std::size_t i = 0; i < p.size; ++i) local_block[p.offset + i] = values[idx[i]];
+  }
+}
+
+/// The training step of one of `TP` tensor-parallel ranks for the single-process plan `Plan`
+/// (`SP`: with sequence parallelism).
+template <class Plan, std::size_t TP, bool SP = false>
+class tensor_parallel_step {
+ public:
+  using plan_type = Plan;
+  using local_plan = tensor_parallel_plan<Plan, TP, SP>;
+  using model = typename local_plan::model;
+  using T = typename Plan::value_type;
+  static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
+  static constexpr std::size_t vocab_local = local_plan::vocab_local;
+  using frame_type = frame<T, B, local_plan::local_seq, model>;
+
+  /// A step on the tensor-parallel group `tp` (size TP; rank = shard index).
+  template <communicator Comm>
+  explicit tensor_parallel_step(const Comm& tp, train_options options = {})
+      : tensor_parallel_step(make_tp_group(tp), options) {}
+
+  explicit tensor_parallel_step(std::unique_ptr<tp_group> tp, train_options options = {})
+      : options_(options),
+        tp_(std::move(tp)),
+        arena_(static_cast<std::byte*>(::operator new[](local_plan::bytes_per_rank, std::align_val_t{64}))),
+        infos_(local_plan::parameters()),
+        whole_infos_(Plan::parameters()) {
+    if (!tp_ || tp_->size() != static_cast<int>(TP))
+      throw std::invalid_argument("weft::tensor_parallel_step: the group has " + std::to_string(tp_ ? tp_->size() : 0) +
+                                  " ranks but the step is built for tp " + std::to_string(TP) +
+                                  ". Pass the tensor-parallel group (world.split by data-parallel index).");
+    if (options_.grad_accum == 0)
+      throw std::invalid_argument("weft::tensor_parallel_step: grad_accum is 0. Use at least 1 micro-batch per step.");
+    std::memset(arena_.get(), 0, local_plan::bytes_per_rank);
+    for (const auto& p : infos_) {
+      if (!groups_.empty() && groups_.back().decay == p.decay && groups_.back().offset + groups_.back().size == p.offset)
+        groups_.back().size += p.size;
+      else
+        groups_.push_back({p.offset, p.size, p.decay});
+      if (p.tp_role == role::replicated) {
+        if (!replicated_.empty() && replicated_.back().offset + replicated_.back().size == p.offset)
+          replicated_.back().size += p.size;  // runs, for the norm
+        else
+          replicated_.push_back({p.offset, p.size});
+        replicated_params_.push_back({p.offset, p.size});
+      }
+    }
+    std::reverse(replicated_params_.begin(), replicated_params_.end());  // backward finishes them last-first
+    initialise_shards(params(), infos_, whole_infos_, TP, tp_rank(), options_.seed);
+  }
+
+  tensor_parallel_step(tensor_parallel_step&&) noexcept = default;
+
+  // ---- the arena's sections ----
+  template <class U = T>
+  U* section(typename local_plan::section_id s) const {
+    return reinterpret_cast<U*>(arena_.get() + local_plan::offsets[s]);
+  }
+  std::span<T> params() const { return {section(local_plan::params), local_plan::param_count}; }
+  std::span<T> grads() const { return {section(local_plan::grads), local_plan::param_count}; }
+  std::span<T> adam_m() const { return {section(local_plan::adam_m), local_plan::param_count}; }
+  std::span<T> adam_v() const { return {section(local_plan::adam_v), local_plan::param_count}; }
+  /// The whole micro-batch's (batch, seq) ids: the same on every rank of the tp group.
+  std::span<std::int32_t, rows> tokens() const { return std::span<std::int32_t, rows>{section<std::int32_t>(local_plan::tokens), rows}; }
+  std::span<std::int32_t, rows> targets() const { return std::span<std::int32_t, rows>{section<std::int32_t>(local_plan::targets), rows}; }
+  /// This rank's logits (batch, seq, vocab/tp): tokens [tp_rank·vocab/tp, (tp_rank+1)·vocab/tp).
+  std::span<T> logits() const { return {section(local_plan::logits), local_plan::logits_count}; }
+  /// This rank's parameters: single-process names, shard shapes, offsets in its block.
+  const std::vector<param_info>& parameter_infos() const { return infos_; }
+  /// The single-process parameters the shards are cut from.
+  const std::vector<param_info>& whole_parameter_infos() const { return whole_infos_; }
+  const train_options& options() const { return options_; }
+  train_options& options() { return options_; }
+  std::size_t step_count() const { return step_; }
+  void set_step_count(std::size_t s) { step_ = s; }
+  void set_grad_ready(grad_ready_hook hook) { grad_ready_ = hook; }
+  std::size_t tp_rank() const { return static_cast<std::size_t>(tp_->rank()); }
+  /// The tensor-parallel group.
+  tp_group& tp() const { return *tp_; }
+  /// A contiguous run of parameters with or without weight decay.
+  struct group {
+    std::size_t offset, size;
+    bool decay;
+  };
+  const std::vector<group>& parameter_groups() const { return groups_; }
+
+  /// The model's frame over this arena (grads: whether backward may write gradients).
+  frame_type root_frame(bool with_grads = true) {
+    frame_type f;
+    f.params = section(local_plan::params);
+    f.grads = with_grads ? section(local_plan::grads) : nullptr;
+    f.kept = section(local_plan::kept);
+    f.scratch = section(local_plan::scratch);
+    f.root_params = f.params;
+    f.root_grads = f.grads;
+    f.tokens = section<std::int32_t>(local_plan::tokens);
+    f.tp = tp_.get();
+    if (with_grads && (SP || grad_ready_)) f.grad_ready = {&tensor_parallel_step::on_grads_final, this};
+    return f;
+  }
+
+  /// This rank's logits for tokens() (in logits()).
+  void forward() { model::forward(root_frame(false), nullptr, section(local_plan::logits)); }
+
+  /// Mean loss of the micro-batch in tokens()/targets(), forward only.
+  double loss() {
+    forward();
+    T* losses = section(local_plan::losses);
+    vocab_parallel_cross_entropy_forward<rows, vocab_local>(*tp_, losses, section(local_plan::logits),
+                                                            section<std::int32_t>(local_plan::targets),
+                                                            section<double>(local_plan::loss_work));
+    return mean_loss(losses);
+  }
+
+  /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to
+  /// grads(); returns its mean loss.
+  double accumulate(T scale) {
+    if constexpr (SP) {
+      // The sum over tp below adds every rank's share; rank 0 alone carries the earlier
+      // micro-batches' sums, so that accumulation counts them once.
+      if (tp_rank() != 0)
+        for (const auto& r : replicated_) std::fill_n(section(local_plan::grads) + r.offset, r.size, T{0});
+      next_replicated_ = 0;
+    }
+    const frame_type f = root_frame(true);
+    T* logits = section(local_plan::logits);
+    T* losses = section(local_plan::losses);
+    model::forward(f, nullptr, logits);  // (batch, seq, vocab/tp)
+    vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(*tp_, losses, logits,
+                                                                     section<std::int32_t>(local_plan::targets), scale,
+                                                                     section<double>(local_plan::loss_work));
+    model::backward(f, nullptr, logits, nullptr);  // logits hold dlogits
+    if constexpr (SP) reduce_replicated(0);       // whatever backward did not report
+    return mean_loss(losses);
+  }
+
+  /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids,
+  /// the same on every rank of the tp group.
+  template <class Fill>
+  step_metrics step(Fill&& fill) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::fill_n(section(local_plan::grads), local_plan::param_count, T{0});
+    const std::size_t k = options_.grad_accum;
+    const T scale = static_cast<T>(1.0 / static_cast<double>(rows * k));
+    double loss_sum = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      fill(tokens(), targets());
+      loss_sum += accumulate(scale);
+    }
+    step_metrics m;
+    m.loss = loss_sum / static_cast<double>(k);
+    m.grad_norm = clip_gradients();
+    m.lr = apply_optimizer();
+    m.step = step_;
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.tokens_per_second = static_cast<double>(rows * k) / m.seconds;
+    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
+    return m;
+  }
+
+  /// A run of the parameter block.
+  struct run {
+    std::size_t offset, size;
+  };
+  /// Runs the global norm skips on this rank (sorted): the replicated parameters, which tp
+  /// rank 0 counts for every rank. data_parallel_step's ZeRO stages skip them too.
+  const std::vector<run>& norm_skipped() const { return tp_rank() == 0 ? no_runs_ : replicated_; }
+
+  /// Squared global norm of the model's gradients, each replicated parameter once
+  /// (collective over the tp group).
+  double grad_norm_squared() const {
+    const T* g = section(local_plan::grads);
+    double sq = 0;
+    const auto add = [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    };
+    std::size_t at = 0;
+    for (const auto& r : norm_skipped()) {
+      add(at, r.offset);
+      at = r.offset + r.size;
+    }
+    add(at, local_plan::param_count);
+    return model_parallel_sum(sq);
+  }
+  /// A squared-norm contribution summed over the tp group.
+  double model_parallel_sum(double local) const {
+    tp_->all_reduce_sum(&local, 1);
+    return local;
+  }
+
+  /// Global L2 norm of the gradients; scales them down to grad_clip when above it.
+  double clip_gradients() {
+    const double norm = std::sqrt(grad_norm_squared());
+    if (options_.grad_clip > 0 && norm > options_.grad_clip) {
+      const T s = static_cast<T>(options_.grad_clip / norm);
+      for (T& x : grads()) x *= s;
+    }
+    return norm;
+  }
+
+  /// AdamW on this rank's shard with this step's learning rate; advances the step count.
+  double apply_optimizer() {
+    const auto& o = options_.optimizer;
+    const double lr = options_.schedule.at(step_, o.lr);
+    ++step_;
+    for (const auto& grp : groups_)
+      ops::adamw_step(section(local_plan::params) + grp.offset, section(local_plan::grads) + grp.offset,
+                      section(local_plan::adam_m) + grp.offset, section(local_plan::adam_v) + grp.offset, grp.size,
+                      static_cast<float>(lr), o.beta1, o.beta2, o.eps, grp.decay ? o.weight_decay : 0.0f,
+                      static_cast<int>(step_));
+    return lr;
+  }
+
+  /// Mean validation loss over `batches` micro-batches from `fill`.
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    double sum = 0;
+    for (std::size_t i = 0; i < batches; ++i) {
+      fill(tokens(), targets());
+      sum += loss();
+    }
+    return batches ? sum / static_cast<double>(batches) : 0.0;
+  }
+
+  /// Collective over the tp group: the single-process parameter block (Plan::param_count
+  /// elements, laid out as Plan::parameters()) from every rank's shard.
+  void gather_parameters(std::span<T> whole) const {
+    gather_shards(*tp_, std::span<const T>(params()), infos_, whole_infos_, whole);
+  }
+  /// This rank's shard from a single-process parameter block (e.g. a loaded checkpoint).
+  void load_parameters(std::span<const T> whole) {
+    scatter_shards(whole, whole_infos_, params(), infos_, TP, tp_rank());
+  }
+
+ private:
+
+  // Backward reports: gradients at offsets >= from are final. Under SP, sum the replicated
+  // ones among them over tp first; then pass the report on (data-parallel buckets).
+  static void on_grads_final(void* self, std::size_t from) {
+    auto& s = *static_cast<tensor_parallel_step*>(self);
+    if constexpr (SP) s.reduce_replicated(from);
+    if (s.grad_ready_) s.grad_ready_(from);
+  }
+  // All-reduces the replicated parameters at offsets >= from not yet reduced in this backward,
+  // adjacent ones in one call.
+  void reduce_replicated(std::size_t from) {
+    T* g = section(local_plan::grads);
+    while (next_replicated_ < replicated_params_.size() && replicated_params_[next_replicated_].offset >= from) {
+      std::size_t lo = replicated_params_[next_replicated_].offset;
+      const std::size_t hi = lo + replicated_params_[next_replicated_].size;
+      ++next_replicated_;
+      while (next_replicated_ < replicated_params_.size() && replicated_params_[next_replicated_].offset >= from &&
+             replicated_params_[next_replicated_].offset + replicated_params_[next_replicated_].size == lo)
+        lo = replicated_params_[next_replicated_++].offset;
+      tp_->all_reduce_sum(g + lo, hi - lo);
+    }
+  }
+
+  static double mean_loss(const T* losses) {
+    double s = 0;
+    for (std::size_t i = 0; i < rows; ++i) s += static_cast<double>(losses[i]);
+    return s / static_cast<double>(rows);
+  }
+
+  train_options options_;
+  std::unique_ptr<tp_group> tp_;
+  std::unique_ptr<std::byte[], detail::aligned_free> arena_;
+  std::vector<param_info> infos_, whole_infos_;
+  std::vector<group> groups_;
+  std::vector<run> replicated_;         // runs of replicated parameters, by offset
+  std::vector<run> no_runs_;
+  std::vector<run> replicated_params_;  // each replicated parameter, last first
+  std::size_t next_replicated_ = 0;
+  std::size_t step_ = 0;
+  grad_ready_hook grad_ready_{};
+};
+
+}  // namespace weft

@@ -1,0 +1,182 @@
+// Tensor parallelism (Megatron-LM), with and without sequence parallelism, and dp x tp
+// reproduce the single-process run: under mpirun every rank runs its shard of the model and,
+// cheaply (the models are tiny), the single-process reference over the whole global batch;
+// after several steps with gradient clipping active, the losses, the gradient norms and the
+// gathered parameters must agree. f64 tightly, f32 looser.
+//   mpirun -np 2 mpi_tp_equivalence <gpt|llama> <tp|tpsp> <f64|f32> [steps]
+//   mpirun -np 4 mpi_tp_equivalence <gpt|llama> <dptp|dptpsp> <f64|f32> [steps] [zero 0-3]
+// Rank layout (tp fastest): tp group = ranks {2d, 2d+1}, dp group = ranks with one tp index.
+#include "mpi_check.hpp"  // WEFT_CHECK, finish
+
+#include <weft/comm/mpi.hpp>
+#include <weft/model.hpp>
+#include <weft/parallel.hpp>
+#include <weft/train/data_parallel_step.hpp>
+#include <weft/train/tensor_parallel_step.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace weft;
+
+using gpt_t = gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<2>, depth<2>>>;
+using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<2>, ffn<24>>>;
+constexpr std::size_t B = 2, S = 8, K = 2;  // per data-parallel rank: micro-batches of 2 sequences, 2 per step
+constexpr std::size_t TP = 2;
+
+// Token of (step, global micro-batch row, position): any fixed function will do.
+std::int32_t token_at(std::size_t step, std::size_t micro, std::size_t row, std::size_t pos, std::size_t V) {
+  std::uint64_t h = step * 1000003u + micro * 10007u + row * 101u + pos;
+  h ^= h >> 17, h *= 0xed5ad4bbu, h ^= h >> 11;
+  return static_cast<std::int32_t>(h % V);
+}
+
+// Rows of data-parallel rank `d`, micro-batch `i` of step `s`; position 3 of row 1 is ignored (-1).
+template <std::size_t V>
+auto filler(std::size_t s, std::size_t d, std::size_t& i) {
+  return [s, d, &i](auto tok, auto tgt) {
+    for (std::size_t b = 0; b < B; ++b)
+      for (std::size_t t = 0; t < S; ++t) {
+        tok[b * S + t] = token_at(s, i, d * B + b, t, V);
+        tgt[b * S + t] = (b == 1 && t == 3) ? -1 : token_at(s, i, d * B + b, t + 1, V);
+      }
+    ++i;
+  };
+}
+
+train_options options() {
+  train_options o;
+  o.optimizer.lr = 1e-2f;
+  o.schedule = {2, 4, 0.1f};
+  o.grad_clip = 0.5f;  // small enough to clip: the sharded norm must be right
+  o.grad_accum = K;
+  return o;
+}
+
+// Worst relative difference of the gathered parameters against the reference's.
+template <class T>
+double worst_difference(std::span<const T> a, std::span<const T> b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - static_cast<double>(b[i])) /
+                                std::max(1e-3, std::abs(static_cast<double>(b[i]))));
+  return worst;
+}
+
+template <class Model, class T, bool SP>
+void run_tp(mpi_communicator& world, std::size_t steps, double tol) {
+  using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
+  tensor_parallel_step<P, TP, SP> dist(world, options());
+  training_step<P> ref(options());
+  // The shards start from the reference's values.
+  std::vector<T> whole(P::param_count);
+  dist.gather_parameters(whole);
+  WEFT_CHECK(worst_difference<T>(whole, ref.params()) == 0.0);
+
+  for (std::size_t s = 0; s < steps; ++s) {
+    std::size_t i = 0, j = 0;
+    const auto md = dist.step(filler<Model::vocab_size>(s, 0, i));
+    const auto mr = ref.step(filler<Model::vocab_size>(s, 0, j));
+    WEFT_CHECK(std::abs(md.loss - mr.loss) <= tol * std::abs(mr.loss));
+    WEFT_CHECK(std::abs(md.grad_norm - mr.grad_norm) <= tol * mr.grad_norm);
+    WEFT_CHECK(mr.grad_norm > options().grad_clip);  // clipping is active
+    if (world.rank() == 0 && std::abs(md.loss - mr.loss) > tol * std::abs(mr.loss))
+      std::fprintf(stderr, "step %zu: loss %.17g vs reference %.17g\n", s, md.loss, mr.loss);
+  }
+  dist.gather_parameters(whole);
+  const double worst = worst_difference<T>(whole, ref.params());
+  WEFT_CHECK(worst <= tol * 10);
+  WEFT_CHECK(dist.step_count() == steps);
+  // Evaluation and a checkpoint round trip through the shard maps.
+  std::size_t i = 0, j = 0;
+  const double ed = dist.evaluate(filler<Model::vocab_size>(99, 0, i), 1);
+  const double er = ref.evaluate(filler<Model::vocab_size>(99, 0, j), 1);
+  WEFT_CHECK(std::abs(ed - er) <= tol * std::abs(er));
+  std::vector<T> before(dist.params().begin(), dist.params().end());
+  std::fill(dist.params().begin(), dist.params().end(), T{0});
+  dist.load_parameters(whole);
+  WEFT_CHECK(std::equal(before.begin(), before.end(), dist.params().begin()));
+  if (world.rank() == 0)
+    std::printf("tp%zu%s %s: %zu steps, shard %zu of %zu parameters, worst parameter difference %.3g (tolerance %.1g)\n",
+                TP, SP ? "+sp" : "", sizeof(T) == 8 ? "f64" : "f32", steps, dist.params().size(),
+                static_cast<std::size_t>(P::param_count), worst, tol * 10);
+}
+
+template <class Model, class T, bool SP, std::size_t Zero>
+void run_dp_tp(mpi_communicator& world, std::size_t steps, double tol) {
+  using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
+  using local_t = tensor_parallel_step<P, TP, SP>;
+  const int r = world.rank();
+  auto tp = world.split(r / static_cast<int>(TP), r % static_cast<int>(TP));  // ranks {2d, 2d+1}
+  auto dp = world.split(r % static_cast<int>(TP), r / static_cast<int>(TP));  // ranks with one tp index
+  const std::size_t dpn = static_cast<std::size_t>(dp.size()), d = static_cast<std::size_t>(dp.rank());
+  data_parallel_step<P, mpi_communicator, Zero, local_t> dist(dp, local_t(tp, options()), /*bucket_bytes=*/512);
+
+  train_options ro = options();
+  ro.grad_accum = K * dpn;  // the reference sees every data-parallel rank's micro-batches
+  training_step<P> ref(ro);
+
+  for (std::size_t s = 0; s < steps; ++s) {
+    std::size_t i = 0, j = 0;
+    const auto md = dist.step(filler<Model::vocab_size>(s, d, i));
+    const auto mr = ref.step([&](auto tok, auto tgt) {  // micro j = dp rank j / K's micro j % K
+      std::size_t mi = j % K;
+      filler<Model::vocab_size>(s, j / K, mi)(tok, tgt);
+      ++j;
+    });
+    WEFT_CHECK(std::abs(md.loss - mr.loss) <= tol * std::abs(mr.loss));
+    WEFT_CHECK(std::abs(md.grad_norm - mr.grad_norm) <= tol * mr.grad_norm);
+    WEFT_CHECK(mr.grad_norm > options().grad_clip);
+    if (world.rank() == 0 && std::abs(md.grad_norm - mr.grad_norm) > tol * mr.grad_norm)
+      std::fprintf(stderr, "step %zu: grad norm %.17g vs reference %.17g\n", s, md.grad_norm, mr.grad_norm);
+  }
+  dist.gather_parameters();  // ZeRO-3: the dp shards into every rank's tp shard
+  std::vector<T> whole(P::param_count);
+  dist.local().gather_parameters(whole);
+  const double worst = worst_difference<T>(whole, ref.params());
+  WEFT_CHECK(worst <= tol * 10);
+  WEFT_CHECK(dist.step_count() == steps);
+  if constexpr (Zero <= 1) WEFT_CHECK(dist.buckets_overlapped() > 0);  // dp reduction overlapped backward
+  if (world.rank() == 0)
+    std::printf("dp%zu x tp%zu%s zero<%zu> %s: %zu steps, worst parameter difference %.3g (tolerance %.1g)\n", dpn,
+                TP, SP ? "+sp" : "", Zero, sizeof(T) == 8 ? "f64" : "f32", steps, worst, tol * 10);
+}
+
+template <class Model, class T>
+void dispatch(mpi_communicator& world, const std::string& mode, int zero, std::size_t steps, double tol) {
+  if (mode == "tp") run_tp<Model, T, false>(world, steps, tol);
+  else if (mode == "tpsp") run_tp<Model, T, true>(world, steps, tol);
+  else {
+    const bool sp = mode == "dptpsp";
+    switch (zero) {
+      case 0: sp ? run_dp_tp<Model, T, true, 0>(world, steps, tol) : run_dp_tp<Model, T, false, 0>(world, steps, tol); break;
+      case 1: sp ? run_dp_tp<Model, T, true, 1>(world, steps, tol) : run_dp_tp<Model, T, false, 1>(world, steps, tol); break;
+      case 2: sp ? run_dp_tp<Model, T, true, 2>(world, steps, tol) : run_dp_tp<Model, T, false, 2>(world, steps, tol); break;
+      default: sp ? run_dp_tp<Model, T, true, 3>(world, steps, tol) : run_dp_tp<Model, T, false, 3>(world, steps, tol); break;
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  auto world = mpi::world(argc, argv);
+  test::world_rank = world.rank();
+  const std::string model = argc > 1 ? argv[1] : "gpt";
+  const std::string mode = argc > 2 ? argv[2] : "tp";
+  const std::string dtype = argc > 3 ? argv[3] : "f64";
+  const std::size_t steps = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 4;
+  const int zero = argc > 5 ? std::atoi(argv[5]) : 0;
+  const bool dp_mode = mode == "dptp" || mode == "dptpsp";
+  if ((mode != "tp" && mode != "tpsp" && !dp_mode) || world.size() % static_cast<int>(TP) != 0 ||
+      (!dp_mode && world.size() != static_cast<int>(TP)))
+    world.abort(2, "tp_equivalence: use mode tp|tpsp on 2 ranks, dptp|dptpsp on a multiple of 2 ranks.");
+  const bool f64 = dtype == "f64";
+  const double tol = f64 ? 1e-10 : 2e-4;
+  if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, mode, zero, steps, tol) : dispatch<gpt_t, float>(world, mode, zero, steps, tol);
+  else f64 ? dispatch<llama_t, double>(world, mode, zero, steps, tol) : dispatch<llama_t, float>(world, mode, zero, steps, tol);
+  return test::finish(world, ("tp_equivalence " + model + " " + mode + " " + dtype +
+                              (dp_mode ? " zero " + std::to_string(zero) : std::string())).c_str());
+}
