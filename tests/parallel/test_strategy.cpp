@@ -28,9 +28,21 @@ TEST_CASE("a mesh names its axes; one of them may be sized at run time", "[paral
   STATIC_REQUIRE(mesh<axis<"dp", 2>, axis<"tp", 2>>::world_size == 4);
 }
 
+namespace {
+// example-begin strategy-declaration
+// dp ranks x 2-way tensor parallelism (with sequence parallelism) x 2 pipeline stages.
+using my_strategy = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>,  // dp: world / (tp * pp)
+                             tensor_parallel<"tp", sequence_parallel>,
+                             pipeline<"pp", one_f_one_b, microbatches<8>>,
+                             data_parallel<"dp", zero<1>>,
+                             recompute<selective>>;
+static_assert(my_strategy::tp == 2 && my_strategy::pp == 2 && my_strategy::dp == dynamic);
+static_assert(my_strategy::dp_size(16) == 4);  // 16 ranks: 4 data-parallel replicas
+// example-end strategy-declaration
+}  // namespace
+
 TEST_CASE("the DESIGN example strategy exposes its degrees and settings", "[parallel][strategy]") {
-  using s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp", sequence_parallel>,
-                     pipeline<"pp", one_f_one_b, microbatches<8>>, data_parallel<"dp", zero<1>>, recompute<selective>>;
+  using s = my_strategy;
   STATIC_REQUIRE(s::valid);
   STATIC_REQUIRE(s::tp == 2);
   STATIC_REQUIRE(s::pp == 2);

@@ -47,13 +47,22 @@ namespace weft {
 // ---- the transform ----
 
 namespace detail {
-// Dependent conditions of the messages below (they name the layer in the compiler's note).
-template <class L>
-inline constexpr bool tp_form_known = false;
+// The two messages about the shape of a model, each in one place; the compiler's notes name
+// the layer `L` and whether the walk found it inside a region.
+template <class L, bool Ok>
+struct tp_form_check {
+  static_assert(Ok, "weft::tp_shard: no tensor-parallel form is known for this layer (see tp_form_check<Layer, false>). Build the model from weft's layers (a vocabulary projection is lm_head<>, not a linear with role::vocab), or specialise weft::tp_shard<Layer, TP, SP, InRegion> for it.");
+  static constexpr bool ok = Ok;
+};
+template <class L, bool InRegion, bool Ok>
+struct tp_placement_check {
+  static_assert(Ok, "weft::tp_shard: a layer is on the wrong side of a tensor-parallel region (see tp_placement_check<Layer, in_region, false>). A column-parallel linear opens a region and a row-parallel linear closes it, as first and last layer of one sequential (as in attention<> and the MLPs); between them go causal_attention, gelu and swiglu; embeddings, norms, positions, heads and replicated linears go outside; regions do not nest. Arrange the layers so.");
+  static constexpr bool ok = Ok;
+};
 template <class L, bool InRegion>
-inline constexpr bool tp_inside_region = InRegion;
+inline constexpr bool tp_inside = tp_placement_check<L, InRegion, InRegion>::ok;
 template <class L, bool InRegion>
-inline constexpr bool tp_outside_region = !InRegion;
+inline constexpr bool tp_outside = tp_placement_check<L, InRegion, !InRegion>::ok;
 
 // named<Name, L>, recognised without deducing the fixed_string (nvcc cannot).
 template <class L>
@@ -87,9 +96,7 @@ inline constexpr bool opens_tp_region =
 /// Specialise it for a layer type of your own.
 template <class L, std::size_t TP, bool SP = false, bool InRegion = false>
 struct tp_shard {
-  static_assert(detail::tp_form_known<L>,
-                "weft::tp_shard: no tensor-parallel form is known for this layer. Build the model from weft's layers, "
-                "or specialise weft::tp_shard<Layer, TP, SP, InRegion> for it.");
+  static_assert(detail::tp_form_check<L, false>::ok);
   using type = L;
 };
 template <class L, std::size_t TP, bool SP = false, bool InRegion = false>
@@ -104,8 +111,7 @@ struct tp_shard<L, TP, SP, R> {
 template <class... Ls, std::size_t TP, bool SP, bool R>
 struct tp_shard<sequential<Ls...>, TP, SP, R> {
   static constexpr bool region = detail::opens_tp_region<Ls...>;
-  static constexpr bool not_nested = detail::tp_outside_region<sequential<Ls...>, region && R>;
-  static_assert(not_nested, "weft::tp_shard: a tensor-parallel region (a sequential opened by a column-parallel linear and closed by a row-parallel one) sits inside another. Nest regions side by side, not inside each other.");
+  static_assert(detail::tp_placement_check<sequential<Ls...>, R, !(region && R)>::ok);  // regions do not nest
   using mapped = sequential<tp_shard_t<Ls, TP, SP, R || region>...>;
   using type = std::conditional_t<region && SP && !R, tp_region<mapped, TP>, mapped>;
 };
@@ -123,10 +129,8 @@ template <std::size_t In, std::size_t Out, role Role, bool Bias, class Init, exp
           std::size_t TP, bool SP, bool R>
 struct tp_shard<linear<In, Out, Role, Bias, Init, Export, Packing>, TP, SP, R> {
   using L = linear<In, Out, Role, Bias, Init, Export, Packing>;
-  static constexpr bool not_vocab = Role != role::vocab;
-  static_assert(not_vocab, "weft::tp_shard: a linear with role::vocab has no tensor-parallel form. Use lm_head<> for a vocabulary projection.");
-  static constexpr bool placed = (Role == role::replicated) ? detail::tp_outside_region<L, R> : detail::tp_inside_region<L, R>;
-  static_assert(placed, "weft::tp_shard: a column-parallel linear must open, and a row-parallel linear close, one sequential (as in attention<> and the MLPs); a replicated linear must lie outside such a pair. Pair each column-parallel linear with a row-parallel one.");
+  static_assert(detail::tp_form_check<L, Role != role::vocab>::ok);
+  static_assert(detail::tp_placement_check<L, R, (Role == role::replicated) != R>::ok);  // column/row inside, replicated outside
   using type = std::conditional_t<
       Role == role::column, column_parallel_linear<In, Out, TP, SP, Bias, Init, Export, Packing>,
       std::conditional_t<Role == role::row, row_parallel_linear<In, Out, TP, SP, Bias, Init, Export>, L>>;
@@ -137,8 +141,7 @@ struct tp_shard<causal_attention<H, KVH, D, Pos>, TP, SP, R> {
   static_assert(heads_divisible, "weft::tensor_parallel: heads is not divisible by tp. Choose a tp that divides heads.");
   static constexpr bool kv_heads_divisible = diag::divisible<KVH, TP>;
   static_assert(kv_heads_divisible, "weft::tensor_parallel: kv_heads is not divisible by tp, so the key/value heads cannot be split. Choose a tp that divides kv_heads.");
-  static constexpr bool placed = detail::tp_inside_region<causal_attention<H, KVH, D, Pos>, R>;
-  static_assert(placed, "weft::tp_shard: causal_attention must lie between a column-parallel and a row-parallel linear. Use it inside attention<>.");
+  static_assert(detail::tp_inside<causal_attention<H, KVH, D, Pos>, R>);
   using type = causal_attention<(heads_divisible ? H / TP : 1), (kv_heads_divisible ? KVH / TP : 1), D, Pos>;
 };
 template <std::size_t F, std::size_t TP, bool SP, bool R>
@@ -151,39 +154,33 @@ template <std::size_t F, std::size_t TP, bool SP, bool R>
 struct tp_shard<swiglu<F>, TP, SP, R> {
   static constexpr bool ffn_divisible = diag::divisible<F, TP>;
   static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
-  static constexpr bool placed = detail::tp_inside_region<swiglu<F>, R>;
-  static_assert(placed, "weft::tp_shard: swiglu must lie between a column-parallel and a row-parallel linear. Use it inside swiglu_mlp<>.");
+  static_assert(detail::tp_inside<swiglu<F>, R>);
   using type = swiglu<(ffn_divisible ? F / TP : 1)>;
 };
 template <std::size_t V, std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<token_embedding<V, C>, TP, SP, R> {
-  static constexpr bool placed = detail::tp_outside_region<token_embedding<V, C>, R>;
-  static_assert(placed, "weft::tp_shard: token_embedding lies inside a tensor-parallel region. Put the embedding before the blocks.");
+  static_assert(detail::tp_outside<token_embedding<V, C>, R>);
   using type = vocab_parallel_embedding<V, C, TP, SP>;
 };
 template <std::size_t V, std::size_t C, class Tie, std::size_t TP, bool SP, bool R>
 struct tp_shard<lm_head<V, C, Tie>, TP, SP, R> {
-  static constexpr bool placed = detail::tp_outside_region<lm_head<V, C, Tie>, R>;
-  static_assert(placed, "weft::tp_shard: lm_head lies inside a tensor-parallel region. Put the head after the blocks.");
+  static_assert(detail::tp_outside<lm_head<V, C, Tie>, R>);
   using type = vocab_parallel_lm_head<V, C, Tie, TP, SP>;
 };
 // Replicated layers work on whole rows: outside regions only (under SP on the sequence slice).
 template <std::size_t Ctx, std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<positional_embedding<Ctx, C>, TP, SP, R> {
-  static constexpr bool placed = detail::tp_outside_region<positional_embedding<Ctx, C>, R>;
-  static_assert(placed, "weft::tp_shard: a replicated layer (norm, positions) lies inside a tensor-parallel region, where rows hold a slice of the features. Move it before the column-parallel linear or after the row-parallel one.");
+  static_assert(detail::tp_outside<positional_embedding<Ctx, C>, R>);
   using type = std::conditional_t<SP, sequence_parallel_positional<Ctx, C, TP>, positional_embedding<Ctx, C>>;
 };
 template <std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<layernorm<C>, TP, SP, R> {
-  static constexpr bool placed = detail::tp_outside_region<layernorm<C>, R>;
-  static_assert(placed, "weft::tp_shard: a replicated layer (norm, positions) lies inside a tensor-parallel region, where rows hold a slice of the features. Move it before the column-parallel linear or after the row-parallel one.");
+  static_assert(detail::tp_outside<layernorm<C>, R>);
   using type = layernorm<C>;
 };
 template <std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<rmsnorm<C>, TP, SP, R> {
-  static constexpr bool placed = detail::tp_outside_region<rmsnorm<C>, R>;
-  static_assert(placed, "weft::tp_shard: a replicated layer (norm, positions) lies inside a tensor-parallel region, where rows hold a slice of the features. Move it before the column-parallel linear or after the row-parallel one.");
+  static_assert(detail::tp_outside<rmsnorm<C>, R>);
   using type = rmsnorm<C>;
 };
 
@@ -215,10 +212,34 @@ struct tp_model : tp_shard_t<detail::sequential_base_t<Model>, TP, SP> {
 
 // ---- the plan of one rank ----
 
+namespace detail {
+// The tensor-parallel degree and sequence parallelism of a plan's strategy<> (1 and false
+// without one).
+template <class Plan>
+constexpr std::size_t strategy_tp() {
+  if constexpr (requires { Plan::strategy_type::tp; }) return Plan::strategy_type::tp;
+  else return 1;
+}
+template <class Plan>
+constexpr bool strategy_sp() {
+  if constexpr (requires { Plan::strategy_type::sequence_parallel; }) return Plan::strategy_type::sequence_parallel;
+  else return false;
+}
+template <class Plan>
+constexpr bool has_strategy() {
+  if constexpr (requires { Plan::has_strategy; }) return Plan::has_strategy;
+  else return false;
+}
+// TP and SP as given, and as the strategy says (printed when they differ).
+template <std::size_t TP, bool SP, std::size_t StrategyTp, bool StrategySp, bool HasStrategy>
+inline constexpr bool tp_agrees_with_strategy = !HasStrategy || (TP == StrategyTp && SP == StrategySp);
+}  // namespace detail
+
 /// The memory plan of one tensor-parallel rank for the single-process plan `Plan`: the same
 /// sections as plan<> (parameters ... targets) sized for the rank's shard, plus the loss's
 /// workspace. Tokens and targets are the whole micro-batch; the logits (batch, seq, vocab/tp).
-template <class Plan, std::size_t TP, bool SP = false>
+/// TP and SP default to the plan's strategy<> (tensor_parallel<"tp", sequence_parallel>).
+template <class Plan, std::size_t TP = detail::strategy_tp<Plan>(), bool SP = detail::strategy_sp<Plan>()>
 struct tensor_parallel_plan {
   using global_plan = Plan;
   using value_type = typename Plan::value_type;
@@ -228,6 +249,10 @@ struct tensor_parallel_plan {
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows;
 
   // ---- validation at the user's line ----
+  static constexpr bool agrees_with_strategy =
+      detail::tp_agrees_with_strategy<TP, SP, detail::strategy_tp<Plan>(), detail::strategy_sp<Plan>(),
+                                      detail::has_strategy<Plan>()>;
+  static_assert(agrees_with_strategy, "weft::tensor_parallel_plan: TP or SP differ from the plan's strategy<>. Leave them out to take the strategy's tensor_parallel<> part, or make them agree.");
   static constexpr bool tp_positive = diag::at_least<TP, 1>;
   static_assert(tp_positive, "weft::tensor_parallel: tp is 0. Use a tensor-parallel degree of at least 1.");
   static constexpr bool seq_divisible = !SP || diag::divisible<S, (TP > 0 ? TP : 1)>;

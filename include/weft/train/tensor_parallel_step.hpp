@@ -52,8 +52,8 @@ void initialise_shards(std::span<T> local_block, const std::vector<param_info>& 
 }
 
 /// The training step of one of `TP` tensor-parallel ranks for the single-process plan `Plan`
-/// (`SP`: with sequence parallelism).
-template <class Plan, std::size_t TP, bool SP = false>
+/// (`SP`: with sequence parallelism). TP and SP default to the plan's strategy<>.
+template <class Plan, std::size_t TP = detail::strategy_tp<Plan>(), bool SP = detail::strategy_sp<Plan>()>
 class tensor_parallel_step {
  public:
   using plan_type = Plan;
