@@ -14,11 +14,12 @@ foreach(var MPIEXEC NP_FLAG NP EXE MODE EXPECT MAX_SECONDS)
 endforeach()
 string(REPLACE "|" ";" pre "${PREFLAGS}")
 string(REPLACE "|" ";" post "${POSTFLAGS}")
+string(REPLACE "|" ";" mode_args "${MODE}")  # MODE may carry several arguments: a|b|c
 
 math(EXPR kill_after "${MAX_SECONDS} + 10")  # a hang still ends, and is reported as one
 string(TIMESTAMP t0 "%s")
 execute_process(
-  COMMAND ${MPIEXEC} ${NP_FLAG} ${NP} ${pre} ${EXE} ${post} ${MODE}
+  COMMAND ${MPIEXEC} ${NP_FLAG} ${NP} ${pre} ${EXE} ${post} ${mode_args}
   RESULT_VARIABLE rc
   OUTPUT_VARIABLE out
   ERROR_VARIABLE err

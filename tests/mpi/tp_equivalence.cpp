@@ -76,7 +76,9 @@ double worst_difference(std::span<const T> a, std::span<const T> b) {
 template <class Model, class T, bool SP>
 void run_tp(mpi_communicator& world, std::size_t steps, double tol) {
   using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
-  tensor_parallel_step<P, TP, SP> dist(world, options<T>());
+  // example-begin tp-step
+  tensor_parallel_step<P, TP, SP> dist(world, options<T>());  // the world is the tp group
+  // example-end tp-step
   training_step<P> ref(options<T>());
   // The shards start from the reference's values.
   std::vector<T> whole(P::param_count);
@@ -116,11 +118,13 @@ template <class Model, class T, bool SP, std::size_t Zero>
 void run_dp_tp(mpi_communicator& world, std::size_t steps, double tol) {
   using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
   using local_t = tensor_parallel_step<P, TP, SP>;
+  // example-begin dp-tp-step
   const int r = world.rank();
   auto tp = world.split(r / static_cast<int>(TP), r % static_cast<int>(TP));  // ranks {2d, 2d+1}
   auto dp = world.split(r % static_cast<int>(TP), r / static_cast<int>(TP));  // ranks with one tp index
-  const std::size_t dpn = static_cast<std::size_t>(dp.size()), d = static_cast<std::size_t>(dp.rank());
   data_parallel_step<P, mpi_communicator, Zero, local_t> dist(dp, local_t(tp, options<T>()), /*bucket_bytes=*/512);
+  // example-end dp-tp-step
+  const std::size_t dpn = static_cast<std::size_t>(dp.size()), d = static_cast<std::size_t>(dp.rank());
 
   train_options ro = options<T>();
   ro.grad_accum = K * dpn;  // the reference sees every data-parallel rank's micro-batches
@@ -140,9 +144,11 @@ void run_dp_tp(mpi_communicator& world, std::size_t steps, double tol) {
     if (world.rank() == 0 && std::abs(md.grad_norm - mr.grad_norm) > tol * mr.grad_norm)
       std::fprintf(stderr, "step %zu: grad norm %.17g vs reference %.17g\n", s, md.grad_norm, mr.grad_norm);
   }
+  // example-begin tp-gather
   dist.gather_parameters();  // ZeRO-3: the dp shards into every rank's tp shard
   std::vector<T> whole(P::param_count);
-  dist.local().gather_parameters(whole);
+  dist.local().gather_parameters(whole);  // the single-process block, on every rank of the tp group
+  // example-end tp-gather
   const double worst = worst_difference<T>(whole, ref.params());
   WEFT_CHECK(worst <= tol * 10);
   WEFT_CHECK(dist.step_count() == steps);

@@ -112,15 +112,17 @@ TEMPLATE_TEST_CASE("pipeline_step on one stage matches training_step", "[train][
   REQUIRE(pipe.params().size() == ref.params().size());
 
   for (std::size_t s = 0; s < 3; ++s) {
-    auto fill = [&, i = std::size_t{0}](auto tok, auto tgt) mutable {
-      for (std::size_t r = 0; r < P::rows; ++r) {
-        tok[r] = static_cast<std::int32_t>((s * 7 + i * 5 + r * 3) % 32);
-        tgt[r] = static_cast<std::int32_t>((s * 11 + i * 3 + r * 5 + 1) % 32);
-      }
-      ++i;
+    auto fill = [&] {  // micro-batch i of step s, counted by each step separately
+      return [&, i = std::size_t{0}](auto tok, auto tgt) mutable {
+        for (std::size_t r = 0; r < P::rows; ++r) {
+          tok[r] = static_cast<std::int32_t>((s * 7 + i * 5 + r * 3) % 32);
+          tgt[r] = static_cast<std::int32_t>((s * 11 + i * 3 + r * 5 + 1) % 32);
+        }
+        ++i;
+      };
     };
-    const auto a = pipe.step(fill);
-    const auto b = ref.step(fill);
+    const auto a = pipe.step(fill());
+    const auto b = ref.step(fill());
     CHECK(a.loss == Approx(b.loss).epsilon(1e-12));
     CHECK(a.grad_norm == Approx(b.grad_norm).epsilon(1e-12));
   }

@@ -1,0 +1,84 @@
+#pragma once
+// ---- distributed_step: the training step a plan's strategy asks for, on a world of ranks ----
+// From plan<Model, batch<…>, strategy<mesh<…>, parts…>> and a communicator over the whole job,
+// this builds the groups of the mesh (tensor-parallel ranks adjacent, then data-parallel, then
+// pipeline: rank = (pp·dp + dp_index)·tp + tp_index), the local step of this rank's
+// model-parallel shard, and data parallelism with the strategy's ZeRO stage around it.
+// A world that does not fit the mesh ends every rank with one line and status 2.
+#include "weft/comm/check.hpp"                  // collective_check
+#include "weft/comm/communicator.hpp"           // communicator
+#include "weft/parallel/plan.hpp"               // plan
+#include "weft/train/data_parallel_step.hpp"    // data_parallel_step
+#include "weft/train/tensor_parallel_step.hpp"  // tensor_parallel_step
+#include "weft/train/training_step.hpp"         // training_step
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <type_traits>
+
+namespace weft {
+
+namespace detail {
+template <class Plan>
+using local_step_t = std::conditional_t<(Plan::tp > 1), tensor_parallel_step<Plan>, training_step<Plan>>;
+}  // namespace detail
+
+/// The distributed training step of `Plan` over the ranks of `world`.
+template <class Plan, class Comm>
+  requires communicator<Comm>
+class distributed_step {
+ public:
+  using strategy_type = typename Plan::strategy_type;
+  using local_step = detail::local_step_t<Plan>;
+  static constexpr std::size_t tp = Plan::tp, pp = Plan::pp;
+  static_assert(pp == 1, "weft::distributed_step: pipeline stages run through pipeline_step for now. Use a strategy without pipeline<> here.");
+
+  distributed_step(Comm& world, train_options options = {})
+      : world_(world),
+        dp_n_(checked_dp(world)),
+        coords_(strategy_type::coords(static_cast<std::size_t>(world.rank()), dp_n_)),
+        // Groups: same (pp, dp) -> a tensor-parallel group; same (pp, tp) -> a data-parallel group.
+        tp_group_(world.split(static_cast<int>(coords_.pp * dp_n_ + coords_.dp), static_cast<int>(coords_.tp))),
+        dp_group_(world.split(static_cast<int>(coords_.pp * tp + coords_.tp), static_cast<int>(coords_.dp))),
+        step_(dp_group_, make_local(options), strategy_type::bucket_bytes) {}
+
+  /// This rank's place in the mesh.
+  rank_coords coords() const { return coords_; }
+  std::size_t dp_size() const { return dp_n_; }
+  /// Rows of the global batch this rank reads: data shard `dp index` of `dp_size()`.
+  std::size_t data_rank() const { return coords_.dp; }
+
+  template <class Fill>
+  step_metrics step(Fill&& fill) {
+    return step_.step(fill);
+  }
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    return step_.evaluate(fill, batches);
+  }
+  auto& inner() { return step_; }
+
+ private:
+  static std::size_t checked_dp(Comm& world) {
+    const std::size_t n = strategy_type::dp_size(static_cast<std::size_t>(world.size()));
+    collective_check(world, n != 0,
+                     "weft::distributed_step: the world has " + std::to_string(world.size()) +
+                         " ranks, which the mesh cannot use (tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
+                         " x dp). Launch a multiple of " + std::to_string(tp * pp) + " ranks (mpirun -np N).",
+                     2);
+    return n;
+  }
+  local_step make_local(const train_options& o) {
+    if constexpr (tp > 1) return local_step(tp_group_, o);
+    else return local_step(o);
+  }
+
+  Comm& world_;
+  std::size_t dp_n_;
+  rank_coords coords_;
+  Comm tp_group_, dp_group_;
+  data_parallel_step<Plan, Comm, strategy_type::zero_stage, local_step> step_;
+};
+
+}  // namespace weft
