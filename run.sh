@@ -47,6 +47,11 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader OMPI_MCA_rmaps_base_oversubscribe=1
 
+# ---- threads: one unless told otherwise (the CI machine has one core of real throughput,
+# and ctest runs two tests at a time); OpenMP threads wait passively between regions ----
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
+
 # ---- configure and build ----
 build="${WEFT_BUILD_DIR:-build}"
 jobs="${WEFT_JOBS:-$(nproc)}"

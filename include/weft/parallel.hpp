@@ -6,6 +6,7 @@
 #include "weft/parallel/mesh.hpp"          // mesh
 #include "weft/parallel/partition.hpp"     // parameters by role and stage
 #include "weft/parallel/strategy.hpp"      // strategy, data_parallel, tensor_parallel, pipeline
+#include "weft/parallel/tensor_parallel.hpp"  // tp_shard_t, tensor_parallel_plan, shard maps
 #include "weft/parallel/plan.hpp"          // plan, precision, memory_budget
 #include "weft/parallel/schedule.hpp"      // gpipe, one_f_one_b, interleaved, make_schedule, verify
 #include "weft/parallel/schedule_svg.hpp"  // write_schedule_svg

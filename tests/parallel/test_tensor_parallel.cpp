@@ -230,3 +230,12 @@ TEST_CASE("tensor parallelism on two threads reproduces one process", "[parallel
   SECTION("llama, tp 2") { check_tp2<llama_t, false>(3); }
   SECTION("llama, tp 2 + sequence parallel") { check_tp2<llama_t, true>(3); }
 }
+
+TEST_CASE("tp and sequence parallelism come from the plan's strategy", "[parallel][tensor_parallel]") {
+  using ps = plan<gpt_t, batch<micro<2>, seq<8>>,
+                  strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp", sequence_parallel>>, precision<double>>;
+  STATIC_REQUIRE(std::is_same_v<tensor_parallel_step<ps>::local_plan, tensor_parallel_plan<ps, 2, true>>);
+  STATIC_REQUIRE(tensor_parallel_plan<ps>::local_seq == 4);
+  using pd = plan<gpt_t, batch<micro<2>, seq<8>>, strategy<mesh<axis<"dp">>>>;
+  STATIC_REQUIRE(tensor_parallel_plan<pd>::tp == 1 && !tensor_parallel_plan<pd>::sequence_parallel);
+}

@@ -27,7 +27,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -154,7 +153,7 @@ struct column_parallel_linear : leaf_layer<detail::linear_params<In, Out / TP, r
     constexpr std::size_t N = F::rows;
     const auto* x = in;  // (batch, seq, in)
     if constexpr (SP) {
-      static_assert(diag::divisible<F::seq, TP>);
+      static_assert(diag::divisible<F::seq, TP>, "weft::tensor_parallel: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
       detail::sp_all_gather<TP, F::batch, F::seq / TP, In>(detail::tp_of<TP>(f, "column_parallel_linear"), in, f.kept,
                                                            f.scratch);
       x = f.kept;
@@ -212,7 +211,7 @@ struct row_parallel_linear : leaf_layer<detail::linear_params<In / TP, Out, role
     tp_group& g = detail::tp_of<TP>(f, "row_parallel_linear");
     std::size_t rows_out = N;
     if constexpr (SP) {
-      static_assert(diag::divisible<F::seq, TP>);
+      static_assert(diag::divisible<F::seq, TP>, "weft::tensor_parallel: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
       T* partial = f.scratch;  // (batch, seq, out)
       ops::matmul_forward<N, in_local, Out>(partial, in, f.params, nullptr);
       detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, Out>(g, partial, out, f.scratch + N * Out);
