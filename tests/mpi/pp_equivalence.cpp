@@ -39,29 +39,31 @@ std::int32_t token_at(std::size_t step, std::size_t micro, std::size_t row, std:
 
 template <class Model, class T, class Schedule, std::size_t Zero>
 void run(mpi_communicator& world, std::size_t steps, double tol) {
-  using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
-  using pipe_t = pipeline_step<P, PP, Schedule, M, mpi_communicator>;
-  using dist_t = data_parallel_step<P, mpi_communicator, Zero, pipe_t>;
   const std::size_t rank = static_cast<std::size_t>(world.rank()), dp = static_cast<std::size_t>(world.size()) / PP;
-  const std::size_t pp_index = rank / dp, dp_index = rank % dp;  // r = pp_index·dp + dp_index (tp = 1)
-  mpi_communicator pp_group = world.split(static_cast<int>(dp_index), static_cast<int>(pp_index));
-  mpi_communicator dp_group = world.split(static_cast<int>(pp_index), static_cast<int>(dp_index));
-  WEFT_CHECK(static_cast<std::size_t>(pp_group.rank()) == pp_index);
-
   train_options o;
   o.optimizer.lr = 1e-2f;
   o.schedule = {2, steps, 0.1f};
   o.grad_clip = 0.5f;  // small enough to clip every step: the norm over the stages must be right
+
+  // dp == 1: the pipeline step alone (its own clipping and update); else under data parallelism.
+  // example-begin pipeline_usage
+  using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
+  using pipe_t = pipeline_step<P, PP, Schedule, M, mpi_communicator>;  // this rank's stage: its pp rank
+  using dist_t = data_parallel_step<P, mpi_communicator, Zero, pipe_t>;
+  const std::size_t pp_index = rank / dp, dp_index = rank % dp;  // rank = pp_index·dp + dp_index (tp = 1)
+  mpi_communicator pp_group = world.split(static_cast<int>(dp_index), static_cast<int>(pp_index));
+  mpi_communicator dp_group = world.split(static_cast<int>(pp_index), static_cast<int>(dp_index));
+  std::optional<pipe_t> alone;
+  std::optional<dist_t> dist;
+  if (dp == 1) alone.emplace(pp_group, o);                                   // pipeline only
+  else dist.emplace(dp_group, pipe_t(pp_group, o), /*bucket_bytes=*/512);  // dp × pp
+  // example-end pipeline_usage
+  pipe_t& pipe = alone ? *alone : dist->local();
+  WEFT_CHECK(static_cast<std::size_t>(pp_group.rank()) == pp_index);
+
   train_options ro = o;
   ro.grad_accum = M * dp;  // the reference sees every data-parallel rank's micro-batches
   training_step<P> ref(ro);
-
-  // dp == 1: the pipeline step alone (its own clipping and update); else under data parallelism.
-  std::optional<pipe_t> alone;
-  std::optional<dist_t> dist;
-  if (dp == 1) alone.emplace(pp_group, o);
-  else dist.emplace(dp_group, pipe_t(pp_group, o), /*bucket_bytes=*/512);
-  pipe_t& pipe = alone ? *alone : dist->local();
 
   // ---- slots: the simulation's peak, fewer than M where the schedule allows ----
   const std::size_t stage = pipe.stage();

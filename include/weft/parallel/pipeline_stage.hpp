@@ -196,14 +196,14 @@ struct pipeline_stage {
                 "of the form sequential<prefix..., named<Name, repeat<L, Block>>, suffix...> (gpt, llama).");
   using layers = detail::sequential_layers_t<Model>;
   static constexpr bool one_block_stack = diag::equal<detail::stack_index<layers>::count, 1>;
-  static_assert(one_block_stack,
+  static_assert(diag::equal<detail::stack_index<layers>::count, 1>,
                 "weft::pipeline_stage: the model needs exactly one named<Name, repeat<L, Block>> (the stack of "
                 "blocks the stages share). Write the model as sequential<prefix..., named<Name, repeat<L, Block>>, "
                 "suffix...>.");
   static constexpr bool sizes_positive = diag::at_least<P, 1> && diag::at_least<V, 1>;
   static_assert(sizes_positive, "weft::pipeline_stage: a pipeline needs at least one stage and one chunk. Use P >= 1 and V >= 1.");
   static constexpr bool stage_in_range = diag::at_most<Stage + 1, P> && diag::at_most<Chunk + 1, V>;
-  static_assert(stage_in_range, "weft::pipeline_stage: the stage or chunk index is out of range. Use Stage < P and Chunk < V.");
+  static_assert(diag::at_most<Stage + 1, P> && diag::at_most<Chunk + 1, V>, "weft::pipeline_stage: the stage or chunk index is out of range. Use Stage < P and Chunk < V.");
 
   static constexpr std::size_t stack_at = detail::stack_index<layers>::value;
   using stack = std::tuple_element_t<stack_at, typename layers::tuple>;
@@ -212,7 +212,7 @@ struct pipeline_stage {
   static constexpr std::size_t virtual_stages = P * V;
 
   static constexpr bool depth_divisible = diag::divisible<depth, virtual_stages>;
-  static_assert(depth_divisible,
+  static_assert(diag::divisible<depth, virtual_stages>,  // printed with both numbers
                 "weft::pipeline: depth is not divisible by pp · chunks. Choose a depth that is a multiple of pp·V "
                 "(V = interleaved chunks, 1 otherwise), or change pp or interleaved<V>.");
 

@@ -183,7 +183,6 @@ template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std
 inline constexpr std::array<pipeline_chunk_facts<T>, P * V> pipeline_facts_v =
     pipeline_facts<Model, T, B, S, P, V>(std::make_index_sequence<P * V>{});
 
-
 }  // namespace detail
 
 /// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `M` micro-batches of `Plan`'s
