@@ -26,10 +26,10 @@ int run(mpi_communicator& world, const char* name, std::size_t steps) {
   train_options o;
   distributed_step<Plan, mpi_communicator> step(world, o);
   const std::size_t dp = step.dp_size();
-  if (Plan::B * dp != global_sequences) {
+  if (Plan::B * Plan::microbatches * dp != global_sequences) {
     if (world.rank() == 0)
       std::fprintf(stderr, "bench_parallel_step: %s needs %zu ranks for the fixed global batch\n", name,
-                   global_sequences / Plan::B * Plan::tp * Plan::pp);
+                   global_sequences / (Plan::B * Plan::microbatches) * Plan::tp * Plan::pp);
     return 2;
   }
   std::uint64_t s = 1 + static_cast<std::uint64_t>(step.data_rank());
@@ -45,9 +45,15 @@ int run(mpi_communicator& world, const char* name, std::size_t steps) {
   for (std::size_t i = 0; i < steps; ++i) seconds += step.step(fill).seconds;
   const double per_step = seconds / static_cast<double>(steps);
   const step_volume v = Plan::volume::stage(0, dp);
+  double bubble = 0;  // the schedule simulation's (stages·makespan − busy) / busy
+  if constexpr (Plan::pp > 1) {
+    using S = typename Plan::strategy_type;
+    constexpr auto r = schedule_report_v<typename S::schedule_type, Plan::pp, S::microbatches>;
+    bubble = static_cast<double>(r.bubble_fraction.num) / static_cast<double>(r.bubble_fraction.den);
+  }
   if (world.rank() == 0)
     std::printf("%-10s %5d %10.1f %10.0f %8.3f %12llu %12llu %12llu\n", name, world.size(), per_step * 1e3,
-                static_cast<double>(global_sequences * 64) / per_step, 0.0,
+                static_cast<double>(global_sequences * 64) / per_step, bubble,
                 static_cast<unsigned long long>(v.dp_bytes), static_cast<unsigned long long>(v.tp_bytes),
                 static_cast<unsigned long long>(v.pp_bytes));
   return 0;
@@ -71,6 +77,11 @@ int main(int argc, char** argv) {
   if (name == "tp2") return run<plan<model, mb<16>, strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>>>(world, "tp2", steps);
   if (name == "tp2-sp")
     return run<plan<model, mb<16>, strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp", sequence_parallel>>>>(world, "tp2-sp", steps);
+  using pp_mesh = mesh<axis<"dp">, axis<"pp", 2>>;
+  if (name == "pp2-gpipe") return run<plan<model, mb<4>, strategy<pp_mesh, pipeline<"pp", gpipe, microbatches<4>>>>>(world, "pp2-gpipe", steps);
+  if (name == "pp2-1f1b") return run<plan<model, mb<4>, strategy<pp_mesh, pipeline<"pp", one_f_one_b, microbatches<4>>>>>(world, "pp2-1f1b", steps);
+  if (name == "pp2-inter") return run<plan<model, mb<4>, strategy<pp_mesh, pipeline<"pp", interleaved<2>, microbatches<4>>>>>(world, "pp2-inter", steps);
+  if (name == "dp2-pp2") return run<plan<model, mb<2>, strategy<pp_mesh, pipeline<"pp", one_f_one_b, microbatches<4>>>>>(world, "dp2-pp2", steps);
   if (name == "dp2-tp2") return run<plan<model, mb<8>, strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>>>(world, "dp2-tp2", steps);
   if (world.rank() == 0) std::fprintf(stderr, "bench_parallel_step: unknown strategy %s\n", name.c_str());
   return 2;

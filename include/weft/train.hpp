@@ -6,5 +6,6 @@
 #include "weft/train/safetensors.hpp"    // safetensors_writer, safetensors_file
 #include "weft/train/tokenizer.hpp"      // byte_tokenizer
 #include "weft/train/data_parallel_step.hpp"    // data_parallel_step (ZeRO 0-3)
+#include "weft/train/pipeline_step.hpp"         // pipeline_step
 #include "weft/train/tensor_parallel_step.hpp"  // tensor_parallel_step
 #include "weft/train/training_step.hpp"         // training_step, train_options, step_metrics

@@ -236,6 +236,8 @@ struct pipeline_stage {
   }();
 
  public:
+  /// Index in the prefix of the layer that owns the tied parameter (prefix::size: no tied head).
+  static constexpr std::size_t tied_owner_index = owner;
   static constexpr bool tie_in_prefix = !tied_head || owner < prefix::size;
   static_assert(tie_in_prefix,
                 "weft::pipeline_stage: the tied head borrows a parameter that no layer before the block stack "

@@ -31,6 +31,7 @@
 #include "weft/model/swiglu.hpp"                    // swiglu
 #include "weft/model/tensor_parallel_layers.hpp"    // column/row_parallel_linear, vocab_parallel_*, tp_region
 #include "weft/model/token_embedding.hpp"           // token_embedding
+#include "weft/parallel/pipeline_stage.hpp"         // carried_params
 
 #include <array>
 #include <cstddef>
@@ -122,6 +123,13 @@ struct tp_shard<residual<Inner>, TP, SP, R> {
 template <std::size_t N, class Block, std::size_t TP, bool SP, bool R>
 struct tp_shard<repeat<N, Block>, TP, SP, R> {
   using type = repeat<N, tp_shard_t<Block, TP, SP, R>>;
+};
+
+// A pipeline stage's carried copy of a tied embedding (pipeline_stage.hpp): both parts mapped,
+// so tp × pp shards the last stage's copy exactly like the first stage's original.
+template <class Carried, class Inner, std::size_t TP, bool SP, bool R>
+struct tp_shard<carried_params<Carried, Inner>, TP, SP, R> {
+  using type = carried_params<tp_shard_t<Carried, TP, SP, R>, tp_shard_t<Inner, TP, SP, R>>;
 };
 
 // ---- leaves ----

@@ -9,6 +9,7 @@
 #include "weft/comm/communicator.hpp"           // communicator
 #include "weft/parallel/plan.hpp"               // plan
 #include "weft/train/data_parallel_step.hpp"    // data_parallel_step
+#include "weft/train/pipeline_step.hpp"         // pipeline_step
 #include "weft/train/tensor_parallel_step.hpp"  // tensor_parallel_step
 #include "weft/train/training_step.hpp"         // training_step
 
@@ -20,8 +21,18 @@
 namespace weft {
 
 namespace detail {
-template <class Plan>
-using local_step_t = std::conditional_t<(Plan::tp > 1), tensor_parallel_step<Plan>, training_step<Plan>>;
+template <class Plan, class Comm>
+struct local_step_of {
+  using type = std::conditional_t<(Plan::tp > 1), tensor_parallel_step<Plan>, training_step<Plan>>;
+};
+template <class Plan, class Comm>
+  requires(Plan::pp > 1)
+struct local_step_of<Plan, Comm> {
+  using strategy_type = typename Plan::strategy_type;
+  using type = pipeline_step<Plan, Plan::pp, typename strategy_type::schedule_type, strategy_type::microbatches, Comm>;
+};
+template <class Plan, class Comm>
+using local_step_t = typename local_step_of<Plan, Comm>::type;
 }  // namespace detail
 
 /// The distributed training step of `Plan` over the ranks of `world`.
@@ -30,9 +41,10 @@ template <class Plan, class Comm>
 class distributed_step {
  public:
   using strategy_type = typename Plan::strategy_type;
-  using local_step = detail::local_step_t<Plan>;
+  using local_step = detail::local_step_t<Plan, Comm>;
   static constexpr std::size_t tp = Plan::tp, pp = Plan::pp;
-  static_assert(pp == 1, "weft::distributed_step: pipeline stages run through pipeline_step for now. Use a strategy without pipeline<> here.");
+  static constexpr bool tp_and_pp = tp > 1 && pp > 1;
+  static_assert(!tp_and_pp, "weft::distributed_step: tensor and pipeline parallelism together are not executed yet. Use tensor_parallel<> or pipeline<>, each with data_parallel<>.");
 
   distributed_step(Comm& world, train_options options = {})
       : world_(world),
@@ -41,6 +53,8 @@ class distributed_step {
         // Groups: same (pp, dp) -> a tensor-parallel group; same (pp, tp) -> a data-parallel group.
         tp_group_(world.split(static_cast<int>(coords_.pp * dp_n_ + coords_.dp), static_cast<int>(coords_.tp))),
         dp_group_(world.split(static_cast<int>(coords_.pp * tp + coords_.tp), static_cast<int>(coords_.dp))),
+        // Same (dp, tp) -> a pipeline: the stages of one model replica.
+        pp_group_(world.split(static_cast<int>(coords_.dp * tp + coords_.tp), static_cast<int>(coords_.pp))),
         step_(dp_group_, make_local(options), strategy_type::bucket_bytes) {}
 
   /// This rank's place in the mesh.
@@ -70,14 +84,15 @@ class distributed_step {
     return n;
   }
   local_step make_local(const train_options& o) {
-    if constexpr (tp > 1) return local_step(tp_group_, o);
+    if constexpr (pp > 1) return local_step(pp_group_, o);
+    else if constexpr (tp > 1) return local_step(tp_group_, o);
     else return local_step(o);
   }
 
   Comm& world_;
   std::size_t dp_n_;
   rank_coords coords_;
-  Comm tp_group_, dp_group_;
+  Comm tp_group_, dp_group_, pp_group_;
   data_parallel_step<Plan, Comm, strategy_type::zero_stage, local_step> step_;
 };
 

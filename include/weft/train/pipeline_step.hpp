@@ -31,13 +31,24 @@
 // Inside data_parallel_step the data-parallel reduction comes between the two: it calls
 // forward_backward(fill, dp), reduces, then clips with grad_norm_squared()/model_parallel_sum()
 // and updates with apply_optimizer().
+//
+// tp × pp: with `TP` > 1 each chunk runs tp_shard_t<pipeline_stage_t<…>, TP> (the tied copy's
+// carried_params sharded like the original, the head vocabulary-parallel) on the tensor-parallel
+// group given at construction (frame::tp). Parameters are initialised shard-wise
+// (initialise_shards), the last stage's loss is the vocabulary-parallel cross-entropy, the
+// global norm sums over pp and tp (replicated parameters counted on tp rank 0 only, the tied
+// copy once), and pipeline messages go between ranks with the same tp index (the pp group of
+// the caller's split). No sequence parallelism under pp.
 #include "weft/comm/communicator.hpp"        // communicator, reduce_op
+#include "weft/comm/tp_adapter.hpp"          // make_tp_group
 #include "weft/model/layer.hpp"              // frame, param_info, init_context
 #include "weft/ops/adamw.hpp"                // adamw_step
 #include "weft/ops/cross_entropy.hpp"        // softmax_cross_entropy_forward_backward, _forward
 #include "weft/parallel/instruction.hpp"     // instruction, instruction_kind
 #include "weft/parallel/pipeline_stage.hpp"  // pipeline_stage, pipeline_stage_t
 #include "weft/parallel/schedule.hpp"        // schedule_tag, schedule_v, schedule_report_v
+#include "weft/parallel/tensor_parallel.hpp" // tp_shard_t, gather_shards
+#include "weft/train/tensor_parallel_step.hpp"  // initialise_shards
 #include "weft/train/training_step.hpp"      // train_options, step_metrics, initialise_parameters
 
 #include <algorithm>
@@ -120,6 +131,7 @@ struct pipeline_chunk_frame {
   T* kept;
   T* scratch;
   const std::int32_t* tokens;
+  tp_group* tp;  // nullptr without tensor parallelism
 };
 
 template <class T>
@@ -142,6 +154,7 @@ frame<T, B, S, L> pipeline_frame(const pipeline_chunk_frame<T>& c) {
   f.root_params = c.params;  // the chunk is the root: a tied head finds its copy in the chunk
   f.root_grads = c.grads;
   f.tokens = c.tokens;
+  f.tp = c.tp;
   return f;
 }
 template <class T, std::size_t B, std::size_t S, class L>
@@ -157,37 +170,64 @@ void pipeline_visit(std::vector<param_info>& out, std::size_t base, std::size_t 
   L::visit_params("", base, init_context{depth}, [&](const param_info& p) { out.push_back(p); });
 }
 
-template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t I>
+// A stage's layer as one of TP tensor-parallel ranks runs it (itself when TP is 1).
+template <class L, std::size_t TP>
+struct pipeline_tp {
+  using type = tp_shard_t<L, TP>;
+};
+template <class L>
+struct pipeline_tp<L, 1> {
+  using type = L;
+};
+template <class L, std::size_t TP>
+using pipeline_tp_t = typename pipeline_tp<L, TP>::type;
+
+// The tied range of a stage in the embedding group, in the sharded layer's block.
+template <class Info, std::size_t TP>
+constexpr std::size_t pipeline_tied_offset() {
+  if constexpr (!Info::in_embedding_group) return 0;
+  else if constexpr (TP == 1 || Info::carries_tied) return Info::tied_offset;
+  else return pipeline_tp_t<typename Info::type, TP>::param_offsets[Info::tied_owner_index];
+}
+template <class Info, std::size_t TP>
+constexpr std::size_t pipeline_tied_count() {
+  if constexpr (!Info::in_embedding_group || TP == 1) return Info::tied_count;
+  else return pipeline_tp_t<std::tuple_element_t<Info::tied_owner_index, typename Info::prefix::tuple>, TP>::param_count;
+}
+
+template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t TP, std::size_t I>
 constexpr pipeline_chunk_facts<T> pipeline_facts_at() {
   using info = pipeline_stage<Model, P, I / V, V, I % V>;
-  using L = typename info::type;
+  using L = pipeline_tp_t<typename info::type, TP>;
   return {L::param_count,
           L::template kept_count<B, S>,
           L::template scratch_count<B, S>,
           L::in_width,
           L::out_width,
           info::virtual_stage,
-          info::in_embedding_group ? info::tied_offset : 0,
-          info::tied_count,
+          pipeline_tied_offset<info, TP>(),
+          pipeline_tied_count<info, TP>(),
           info::carries_tied,
           &pipeline_forward<T, B, S, L>,
           &pipeline_backward<T, B, S, L>,
           &pipeline_visit<L>};
 }
-template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t... I>
+template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t TP,
+          std::size_t... I>
 constexpr std::array<pipeline_chunk_facts<T>, sizeof...(I)> pipeline_facts(std::index_sequence<I...>) {
-  return {pipeline_facts_at<Model, T, B, S, P, V, I>()...};
+  return {pipeline_facts_at<Model, T, B, S, P, V, TP, I>()...};
 }
 // (stage * V + chunk) -> facts of that chunk's layer: all stages' types, compiled into every rank.
-template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V>
+template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t TP>
 inline constexpr std::array<pipeline_chunk_facts<T>, P * V> pipeline_facts_v =
-    pipeline_facts<Model, T, B, S, P, V>(std::make_index_sequence<P * V>{});
+    pipeline_facts<Model, T, B, S, P, V, TP>(std::make_index_sequence<P * V>{});
 
 }  // namespace detail
 
 /// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `M` micro-batches of `Plan`'s
-/// batch shape, with point-to-point traffic over the pipeline group `Comm`.
-template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm>
+/// batch shape, with point-to-point traffic over the pipeline group `Comm`; with `TP` > 1 each
+/// stage is also one of TP tensor-parallel shards (tp × pp, no sequence parallelism).
+template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm, std::size_t TP = 1>
   requires communicator<Comm>
 class pipeline_step {
  public:
@@ -198,10 +238,13 @@ class pipeline_step {
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, vocab = Plan::vocab_size;
   static constexpr std::size_t stages = P, microbatches = M, chunks = Schedule::chunks;
   static constexpr std::size_t virtual_stages = P * chunks;
+  static constexpr std::size_t tp = TP;
+  static constexpr std::size_t vocab_local = vocab / (TP > 0 ? TP : 1);  ///< logits per row on a tp rank
+  static_assert(TP >= 1, "weft::pipeline_step: tp is 0. Use a tensor-parallel degree of at least 1.");
 
-  /// The layer of chunk `Chunk` of stage `Stage`.
+  /// The layer of chunk `Chunk` of stage `Stage` (this tp rank's shard of it).
   template <std::size_t Stage, std::size_t Chunk>
-  using stage_type = pipeline_stage_t<model, P, Stage, chunks, Chunk>;
+  using stage_type = detail::pipeline_tp_t<pipeline_stage_t<model, P, Stage, chunks, Chunk>, TP>;
 
   // ---- the schedule, and what the executor relies on ----
   static constexpr const auto& instructions = schedule_v<Schedule, P, M>;
@@ -232,7 +275,7 @@ class pipeline_step {
  private:
   using chunk_frame = detail::pipeline_chunk_frame<T>;
   using chunk_facts = detail::pipeline_chunk_facts<T>;
-  static constexpr const auto& facts_ = detail::pipeline_facts_v<model, T, B, S, P, chunks>;
+  static constexpr const auto& facts_ = detail::pipeline_facts_v<model, T, B, S, P, chunks, TP>;
   static constexpr const chunk_facts& facts(std::size_t stage, std::size_t chunk) { return facts_[stage * chunks + chunk]; }
 
  public:
@@ -244,7 +287,7 @@ class pipeline_step {
     std::size_t x = 0, y = 0, dx = 0, kept = 0;  // elements of each part of a slot
     std::size_t slot_bytes = 0, scratch = 0;
     std::size_t params_at = 0, grads_at = 0, m_at = 0, v_at = 0, slots_at = 0, scratch_at = 0, losses_at = 0,
-                tokens_at = 0, targets_at = 0, bytes = 0;
+                tokens_at = 0, targets_at = 0, loss_work_at = 0, bytes = 0;
   };
   static constexpr stage_layout layout_of(std::size_t stage) {
     stage_layout l;
@@ -280,6 +323,7 @@ class pipeline_step {
     l.losses_at = take(rows * t);
     l.tokens_at = take(M * rows * sizeof(std::int32_t));
     l.targets_at = take(M * rows * sizeof(std::int32_t));
+    l.loss_work_at = take(TP > 1 ? vocab_parallel_cross_entropy_work<rows> * sizeof(double) : 0);
     l.bytes = at;
     return l;
   }
@@ -290,12 +334,27 @@ class pipeline_step {
 
   /// `pp` is this rank's pipeline group: P ranks, rank s running stage s.
   explicit pipeline_step(Comm& pp, train_options options = {})
+    requires(TP == 1)
+      : pipeline_step(pp, std::unique_ptr<tp_group>{}, options) {}
+
+  /// tp × pp: `pp` as above (ranks with this rank's tp index), `tp` this stage's
+  /// tensor-parallel group (TP ranks, rank = shard index).
+  pipeline_step(Comm& pp, const Comm& tp, train_options options = {})
+    requires(TP > 1)
+      : pipeline_step(pp, make_tp_group(tp), options) {}
+
+  pipeline_step(Comm& pp, std::unique_ptr<tp_group> tp, train_options options)
       : pp_(checked_group(pp)),
         embed_(pp_.split(in_embedding_group(static_cast<std::size_t>(pp.rank())) ? 0 : 1, pp.rank())),
         options_(options),
         stage_(static_cast<std::size_t>(pp.rank())),
         layout_(layout_of(stage_)),
-        arena_(static_cast<std::byte*>(::operator new[](layout_.bytes, std::align_val_t{64}))) {
+        arena_(static_cast<std::byte*>(::operator new[](layout_.bytes, std::align_val_t{64}))),
+        tp_(std::move(tp)) {
+    if (TP > 1 && (!tp_ || tp_->size() != static_cast<int>(TP)))
+      throw std::invalid_argument("weft::pipeline_step: the tensor-parallel group has " +
+                                  std::to_string(tp_ ? tp_->size() : 0) + " ranks but the step is built for tp " +
+                                  std::to_string(TP) + ". Pass the group of the TP ranks that share this stage.");
     if (options_.grad_accum != 1)
       throw std::invalid_argument("weft::pipeline_step: grad_accum is " + std::to_string(options_.grad_accum) +
                                   ". Use 1: the pipeline's micro-batches<M> take the place of gradient accumulation.");
@@ -308,9 +367,23 @@ class pipeline_step {
         groups_.push_back({p.offset, p.size, p.decay});
     }
     // The tied copy on the last stage: same name as the first stage's, so the same values.
-    initialise_parameters(params(), infos_, options_.seed);
+    if constexpr (TP == 1) initialise_parameters(params(), infos_, options_.seed);
+    else initialise_shards(params(), infos_, Plan::parameters(), TP, tp_rank(), options_.seed);
     for (std::size_t c = 0; c < chunks; ++c)
       if (facts(stage_, c).carries_tied) skipped_.push_back({layout_.chunk_base[c], facts(stage_, c).tied_count});
+    if (TP > 1 && tp_rank() != 0) {  // replicated parameters: tp rank 0 counts them
+      for (const auto& p : infos_)
+        if (p.tp_role == role::replicated) skipped_.push_back({p.offset, p.size});
+      std::sort(skipped_.begin(), skipped_.end(), [](const range& a, const range& b) { return a.offset < b.offset; });
+      std::vector<range> merged;
+      for (const range& r : skipped_) {
+        if (!merged.empty() && merged.back().offset + merged.back().size >= r.offset)
+          merged.back().size = std::max(merged.back().offset + merged.back().size, r.offset + r.size) - merged.back().offset;
+        else
+          merged.push_back(r);
+      }
+      skipped_ = std::move(merged);
+    }
     slot_of_.assign(M * chunks, npos);
     free_.reserve(layout_.slots);
     requests_.reserve(8);
@@ -335,7 +408,24 @@ class pipeline_step {
   /// This stage's parameters with their global names, offsets in params().
   const std::vector<param_info>& parameter_infos() const { return infos_; }
   const std::vector<group>& parameter_groups() const { return groups_; }
-  /// Runs of params() the global norm does not count (the last stage's tied copy).
+  /// This rank's index in its tensor-parallel group (0 without one).
+  std::size_t tp_rank() const { return tp_ ? static_cast<std::size_t>(tp_->rank()) : 0; }
+  /// Writes this stage's parameters into `whole`, the single-process block (laid out as
+  /// Plan::parameters()), at their places; other elements are left as they are. Collective over
+  /// the tensor-parallel group when TP > 1.
+  void gather_stage_parameters(std::span<T> whole) const {
+    const auto whole_infos = Plan::parameters();
+    if constexpr (TP > 1) {
+      gather_shards(*tp_, std::span<const T>(params()), infos_, whole_infos, whole);
+    } else {
+      for (const auto& p : infos_) {
+        const param_info& w = detail::whole_param(whole_infos, p.name);
+        std::copy_n(params().data() + p.offset, p.size, whole.data() + w.offset);
+      }
+    }
+  }
+  /// Runs of params() the global norm does not count (sorted): the last stage's tied copy, and
+  /// with TP > 1 on tp ranks other than 0 the replicated parameters.
   std::span<const range> norm_skipped() const { return skipped_; }
   const train_options& options() const { return options_; }
   train_options& options() { return options_; }
@@ -390,9 +480,10 @@ class pipeline_step {
     for (; i < layout_.param_count; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
     return model_parallel_sum(sq);
   }
-  /// A squared-norm contribution summed over the pipeline group.
+  /// A squared-norm contribution summed over the pipeline group (and the tensor-parallel group).
   double model_parallel_sum(double local) {
     pp_.all_reduce(std::span<double>(&local, 1), reduce_op::sum);
+    if constexpr (TP > 1) tp_->all_reduce_sum(&local, 1);
     return local;
   }
 
@@ -434,7 +525,11 @@ class pipeline_step {
           pp_.send(std::span<const T>(y_of(0), rows * f.out_width), static_cast<int>(next()), act_tag(0, vs + 1));
         } else {
           T* losses = at<T>(layout_.losses_at);
-          ops::softmax_cross_entropy_forward<rows, vocab>(losses, y_of(0), targets(0).data());
+          if constexpr (TP == 1)
+            ops::softmax_cross_entropy_forward<rows, vocab>(losses, y_of(0), targets(0).data());
+          else
+            vocab_parallel_cross_entropy_forward<rows, vocab_local>(*tp_, losses, y_of(0), targets(0).data(),
+                                                                    at<double>(layout_.loss_work_at));
           sum += mean_loss(losses);
         }
       }
@@ -477,7 +572,7 @@ class pipeline_step {
   chunk_frame chunk_frame_of(std::size_t chunk, std::size_t slot, std::size_t mb, bool with_grads) const {
     const std::size_t base = layout_.chunk_base[chunk];
     return {params().data() + base, with_grads ? grads().data() + base : nullptr, kept_of(slot),
-            at<T>(layout_.scratch_at), tokens(mb).data()};
+            at<T>(layout_.scratch_at), tokens(mb).data(), tp_.get()};
   }
 
   // ---- slots ----
@@ -548,7 +643,11 @@ class pipeline_step {
     f.forward(chunk_frame_of(chunk, s, mb, true), vs == 0 ? nullptr : x_of(s), y_of(s));  // y: (batch, seq, out)
     if (vs + 1 == virtual_stages) {  // the loss; y now holds dlogits for the backward
       T* losses = at<T>(layout_.losses_at);
-      ops::softmax_cross_entropy_forward_backward<rows, vocab>(losses, y_of(s), targets(mb).data(), scale);
+      if constexpr (TP == 1)
+        ops::softmax_cross_entropy_forward_backward<rows, vocab>(losses, y_of(s), targets(mb).data(), scale);
+      else  // (batch, seq, vocab/tp)
+        vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(*tp_, losses, y_of(s), targets(mb).data(),
+                                                                         scale, at<double>(layout_.loss_work_at));
       loss_sum += mean_loss(losses);
     }
   }
@@ -619,6 +718,7 @@ class pipeline_step {
   std::vector<std::size_t> free_;
   std::vector<typename Comm::request> requests_;
   std::size_t step_ = 0;
+  std::unique_ptr<tp_group> tp_;  // the stage's tensor-parallel group (TP > 1)
 };
 
 }  // namespace weft
