@@ -120,9 +120,9 @@ template <class Inner, std::size_t TP, bool SP, bool R>
 struct tp_shard<residual<Inner>, TP, SP, R> {
   using type = residual<tp_shard_t<Inner, TP, SP, R>>;
 };
-template <std::size_t N, class Block, std::size_t TP, bool SP, bool R>
-struct tp_shard<repeat<N, Block>, TP, SP, R> {
-  using type = repeat<N, tp_shard_t<Block, TP, SP, R>>;
+template <std::size_t N, class Block, std::size_t First, std::size_t TP, bool SP, bool R>
+struct tp_shard<repeat<N, Block, First>, TP, SP, R> {  // First: a pipeline stage's first block
+  using type = repeat<N, tp_shard_t<Block, TP, SP, R>, First>;
 };
 
 // A pipeline stage's carried copy of a tied embedding (pipeline_stage.hpp): both parts mapped,
