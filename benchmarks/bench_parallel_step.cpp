@@ -82,6 +82,11 @@ int main(int argc, char** argv) {
   if (name == "pp2-1f1b") return run<plan<model, mb<4>, strategy<pp_mesh, pipeline<"pp", one_f_one_b, microbatches<4>>>>>(world, "pp2-1f1b", steps);
   if (name == "pp2-inter") return run<plan<model, mb<4>, strategy<pp_mesh, pipeline<"pp", interleaved<2>, microbatches<4>>>>>(world, "pp2-inter", steps);
   if (name == "dp2-pp2") return run<plan<model, mb<2>, strategy<pp_mesh, pipeline<"pp", one_f_one_b, microbatches<4>>>>>(world, "dp2-pp2", steps);
+  using tppp_mesh = mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>;
+  if (name == "tp2-pp2")
+    return run<plan<model, mb<4>, strategy<tppp_mesh, tensor_parallel<"tp">, pipeline<"pp", one_f_one_b, microbatches<4>>>>>(world, "tp2-pp2", steps);
+  if (name == "dp2-tp2-pp2")
+    return run<plan<model, mb<2>, strategy<tppp_mesh, tensor_parallel<"tp">, pipeline<"pp", one_f_one_b, microbatches<4>>>>>(world, "dp2tp2pp2", steps);
   if (name == "dp2-tp2") return run<plan<model, mb<8>, strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>>>(world, "dp2-tp2", steps);
   if (world.rank() == 0) std::fprintf(stderr, "bench_parallel_step: unknown strategy %s\n", name.c_str());
   return 2;

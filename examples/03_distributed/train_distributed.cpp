@@ -40,6 +40,9 @@ using tp2_sp = plan<model, micro_batch,
 template <class Schedule, std::size_t M>
 using pp2 = plan<model, micro_batch,
                  strategy<mesh<axis<"dp">, axis<"pp", 2>>, pipeline<"pp", Schedule, microbatches<M>>>>;
+using tp2_pp2 = plan<model, micro_batch,
+                     strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
+                              pipeline<"pp", one_f_one_b, microbatches<4>>, data_parallel<"dp", zero<1>>>>;
 // example-end strategies
 
 struct options {
@@ -54,7 +57,7 @@ static void usage() {
   std::printf(
       "usage: mpirun -np N train_distributed [options]\n"
       "  --strategy NAME   dp | zero1 | zero2 | zero3 | tp2 | tp2-sp | pp2-gpipe | pp2-1f1b |\n"
-      "                    pp2-interleaved                                    (default dp)\n"
+      "                    pp2-interleaved | tp2-pp2                          (default dp)\n"
       "  --data PATH       text file ({rank} is replaced by the rank); default: fortune corpus\n"
       "  --steps N         optimizer steps                                     (default 100)\n"
       "  --lr X            peak learning rate                                  (default 3e-3)\n"
@@ -134,6 +137,7 @@ int main(int argc, char** argv) {
   if (o.strategy == "pp2-gpipe") return train<pp2<gpipe, 4>>(world, o);
   if (o.strategy == "pp2-1f1b") return train<pp2<one_f_one_b, 4>>(world, o);
   if (o.strategy == "pp2-interleaved") return train<pp2<interleaved<2>, 4>>(world, o);
+  if (o.strategy == "tp2-pp2") return train<tp2_pp2>(world, o);
   collective_check(world, false, "train_distributed: unknown strategy '" + o.strategy + "' (see --help)", 2);
   return 2;
 }

@@ -20,6 +20,7 @@
 #include "weft/parallel/batch.hpp"         // batch, micro, seq
 #include "weft/parallel/comm_volume.hpp"   // comm_volume, step_volume
 #include "weft/parallel/memory_model.hpp"  // memory_model, stage_memory
+#include "weft/parallel/recompute.hpp"     // with_recompute_t
 #include "weft/parallel/strategy.hpp"      // strategy, parallel_strategy, single_rank_strategy
 
 #include <array>
@@ -104,11 +105,19 @@ struct plan_section {
 /// The static plan of one rank for `Model` on micro-batches `Batch`.
 template <language_model Model, class Batch, class... Options>
 struct plan {
-  using model = Model;
   using batch_type = Batch;
   /// True when a strategy<...> option is given; strategy_type is it, else single_rank_strategy.
   static constexpr bool has_strategy = detail::count_of<detail::is_strategy, Options...> >= 1;
   using strategy_type = detail::first_of_t<detail::is_strategy, single_rank_strategy, Options...>;
+  /// The model as written (names, parameters, memory_model and comm_volume take this one).
+  using model_type = Model;
+  /// The recomputation the host executor runs: the strategy's policy on a single model-parallel
+  /// rank (tp = pp = 1); with tensor or pipeline parallelism only memory_model accounts for it.
+  using executed_recompute = std::conditional_t<strategy_type::tp == 1 && strategy_type::pp == 1,
+                                                typename strategy_type::recompute_type, none>;
+  /// The model the steps execute: `Model` under the strategy's recompute<> policy
+  /// (parallel/recompute.hpp); the same parameters, fewer kept activations.
+  using model = with_recompute_t<Model, executed_recompute>;
   using value_type = typename detail::plan_precision<strategy_type, Options...>::type;
   using master_type = typename detail::plan_precision<strategy_type, Options...>::master_type;
   using T = value_type;
@@ -125,8 +134,8 @@ struct plan {
 
   // ---- element counts ----
   static constexpr std::size_t param_count = Model::param_count;
-  static constexpr std::size_t kept_count = Model::template kept_count<B, S>;
-  static constexpr std::size_t scratch_count = Model::template scratch_count<B, S>;
+  static constexpr std::size_t kept_count = model::template kept_count<B, S>;  // after recomputation
+  static constexpr std::size_t scratch_count = model::template scratch_count<B, S>;
   static constexpr std::size_t logits_count = rows * vocab_size;
 
   // ---- the arena, section by section ----

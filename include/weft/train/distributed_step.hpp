@@ -29,7 +29,8 @@ template <class Plan, class Comm>
   requires(Plan::pp > 1)
 struct local_step_of<Plan, Comm> {
   using strategy_type = typename Plan::strategy_type;
-  using type = pipeline_step<Plan, Plan::pp, typename strategy_type::schedule_type, strategy_type::microbatches, Comm>;
+  using type = pipeline_step<Plan, Plan::pp, typename strategy_type::schedule_type, strategy_type::microbatches, Comm,
+                             Plan::tp>;
 };
 template <class Plan, class Comm>
 using local_step_t = typename local_step_of<Plan, Comm>::type;
@@ -43,8 +44,8 @@ class distributed_step {
   using strategy_type = typename Plan::strategy_type;
   using local_step = detail::local_step_t<Plan, Comm>;
   static constexpr std::size_t tp = Plan::tp, pp = Plan::pp;
-  static constexpr bool tp_and_pp = tp > 1 && pp > 1;
-  static_assert(!tp_and_pp, "weft::distributed_step: tensor and pipeline parallelism together are not executed yet. Use tensor_parallel<> or pipeline<>, each with data_parallel<>.");
+  static constexpr bool sp_and_pp = Plan::strategy_type::sequence_parallel && pp > 1;
+  static_assert(!sp_and_pp, "weft::distributed_step: sequence parallelism inside a pipeline is not executed yet. Drop sequence_parallel from tensor_parallel<> when pipeline<> is given.");
 
   distributed_step(Comm& world, train_options options = {})
       : world_(world),
@@ -84,7 +85,8 @@ class distributed_step {
     return n;
   }
   local_step make_local(const train_options& o) {
-    if constexpr (pp > 1) return local_step(pp_group_, o);
+    if constexpr (pp > 1 && tp > 1) return local_step(pp_group_, tp_group_, o);
+    else if constexpr (pp > 1) return local_step(pp_group_, o);
     else if constexpr (tp > 1) return local_step(tp_group_, o);
     else return local_step(o);
   }

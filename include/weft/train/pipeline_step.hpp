@@ -343,6 +343,7 @@ class pipeline_step {
     requires(TP > 1)
       : pipeline_step(pp, make_tp_group(tp), options) {}
 
+  /// As above with the tensor-parallel group already adapted (null when TP is 1).
   pipeline_step(Comm& pp, std::unique_ptr<tp_group> tp, train_options options)
       : pp_(checked_group(pp)),
         embed_(pp_.split(in_embedding_group(static_cast<std::size_t>(pp.rank())) ? 0 : 1, pp.rank())),

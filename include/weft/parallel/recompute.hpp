@@ -1,0 +1,91 @@
+#pragma once
+// ---- with_recompute_t: a model under a recomputation policy ----
+// with_recompute_t<Model, Policy> maps the model's type through sequential, named and residual
+// (and a model type derived from a sequential, such as gpt and llama) to the layers of
+// model/recompute.hpp:
+//   none       the model itself
+//   full       every repeat<N, Block, First> -> recomputed<repeat<N, Block, First>>
+//   selective  every causal_attention<H, KVH, D, P> (inside repeats too) -> selective_attention<...>
+// Parameter names, counts and offsets are unchanged; kept activations shrink. plan<> executes
+// the mapped model (plan::model) when its strategy says recompute<full> or recompute<selective>.
+#include "weft/model/causal_attention.hpp"  // causal_attention
+#include "weft/model/named.hpp"             // named
+#include "weft/model/recompute.hpp"         // recomputed, selective_attention, recompute_model
+#include "weft/model/repeat.hpp"            // repeat
+#include "weft/model/residual.hpp"          // residual
+#include "weft/model/sequential.hpp"        // sequential
+#include "weft/parallel/strategy.hpp"       // recompute_kind, none, selective, full
+
+#include <cstddef>
+#include <type_traits>
+
+namespace weft {
+
+namespace detail {
+
+// named<Name, L>, recognised without deducing the fixed_string (nvcc cannot), and without
+// comparing L to named<L::name, typename L::inner> (nvcc 13 finds them different): among layers,
+// only named<> has both a `name` and an `inner`.
+template <class L>
+concept recompute_named = requires {
+  L::name;
+  typename L::inner;
+};
+
+// The sequential<...> a model type derives from (gpt, llama), when it is not one itself.
+template <class... Ls>
+sequential<Ls...> sequential_base_of(const sequential<Ls...>*);
+template <class L>
+struct is_sequential : std::false_type {};
+template <class... Ls>
+struct is_sequential<sequential<Ls...>> : std::true_type {};
+template <class L>
+concept derived_from_sequential =
+    !is_sequential<L>::value && requires(const L* p) { detail::sequential_base_of(p); };
+
+template <class L, recompute_kind K>
+struct recompute_map {
+  using type = L;  // leaves, and what the policy leaves alone
+};
+template <class L, recompute_kind K>
+using recompute_map_t = typename recompute_map<L, K>::type;
+
+template <class... Ls, recompute_kind K>
+struct recompute_map<sequential<Ls...>, K> {
+  using type = sequential<recompute_map_t<Ls, K>...>;
+};
+template <class L, recompute_kind K>
+  requires recompute_named<L>
+struct recompute_map<L, K> {
+  using type = named<L::name, recompute_map_t<typename L::inner, K>>;
+};
+template <class Inner, recompute_kind K>
+struct recompute_map<residual<Inner>, K> {
+  using type = residual<recompute_map_t<Inner, K>>;
+};
+template <std::size_t N, class Block, std::size_t First, recompute_kind K>
+struct recompute_map<repeat<N, Block, First>, K> {
+  using type = std::conditional_t<K == recompute_kind::full, recomputed<repeat<N, Block, First>>,
+                                  repeat<N, recompute_map_t<Block, K>, First>>;
+};
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc, recompute_kind K>
+struct recompute_map<causal_attention<H, KVH, D, PosEnc>, K> {
+  using type = std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc>,
+                                  causal_attention<H, KVH, D, PosEnc>>;
+};
+template <class L, recompute_kind K>
+  requires derived_from_sequential<L>
+struct recompute_map<L, K> {
+  using base = decltype(detail::sequential_base_of(static_cast<const L*>(nullptr)));
+  using body = recompute_map_t<base, K>;
+  using type = std::conditional_t<std::is_same_v<body, base>, L, recompute_model<L, body>>;
+};
+
+}  // namespace detail
+
+/// `Model` executed under the recomputation policy `Policy` (none, selective or full).
+template <class Model, class Policy>
+using with_recompute_t =
+    std::conditional_t<Policy::kind == recompute_kind::none, Model, detail::recompute_map_t<Model, Policy::kind>>;
+
+}  // namespace weft
