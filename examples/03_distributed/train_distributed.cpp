@@ -97,7 +97,7 @@ int train(mpi_communicator& world, const options& o) {
   train_options topt;
   topt.optimizer.lr = o.lr;
   topt.schedule = {20, o.steps, 0.1f};
-  distributed_step<Plan, mpi_communicator> step(world, topt);
+  auto step = make_training_step<Plan>(world, topt);  // distributed_step<Plan, mpi_communicator>
   const auto c = step.coords();
   batch_sampler<Plan::B, Plan::S> sampler(token_view(*corpus), 1337, data_shard{c.dp, step.dp_size()});
   if (world.rank() == 0) {

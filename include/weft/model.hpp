@@ -15,6 +15,7 @@
 #include "weft/model/named.hpp"                 // named
 #include "weft/model/param.hpp"                 // param, param_list, role, init
 #include "weft/model/positional_embedding.hpp"  // positional_embedding
+#include "weft/model/recompute.hpp"             // recomputed, selective_attention, recompute_model
 #include "weft/model/repeat.hpp"                // repeat
 #include "weft/model/residual.hpp"              // residual
 #include "weft/model/rmsnorm.hpp"               // rmsnorm

@@ -98,4 +98,12 @@ class distributed_step {
   data_parallel_step<Plan, Comm, strategy_type::zero_stage, local_step> step_;
 };
 
+/// The training step `Plan`'s strategy asks for, on the ranks of `world` (DESIGN's entry point):
+/// `auto step = make_training_step<plan_t>(world, options);` (returned in place, never moved).
+template <class Plan, class Comm>
+  requires communicator<Comm>
+distributed_step<Plan, Comm> make_training_step(Comm& world, train_options options = {}) {
+  return distributed_step<Plan, Comm>(world, options);
+}
+
 }  // namespace weft
