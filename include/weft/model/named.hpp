@@ -14,6 +14,7 @@ template <fixed_string Name, layer L>
 struct named {
   using inner = L;
   static constexpr auto name = Name;
+  using weft_named_tag = void;  // recognised by type transforms (nvcc cannot deduce fixed_string<N> in a specialisation)
   static constexpr std::size_t in_width = L::in_width;
   static constexpr std::size_t out_width = L::out_width;
   static constexpr std::size_t param_count = L::param_count;

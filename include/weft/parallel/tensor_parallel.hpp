@@ -72,7 +72,7 @@ concept has_name_and_inner = requires {
   typename L::inner;
 };
 template <class L>
-concept named_layer = has_name_and_inner<L> && std::is_same_v<L, named<L::name, typename L::inner>>;
+concept named_layer = has_name_and_inner<L> && requires { typename L::weft_named_tag; };
 
 // How a layer, seen through named<>, is cut: column and row linears open and close regions.
 template <class L>
