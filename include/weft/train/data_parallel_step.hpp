@@ -225,11 +225,7 @@ class data_parallel_step {
       sq = local_.grad_norm_squared();  // all gradients are here; the local step knows its replicas
     }
     const double norm = std::sqrt(sq);
-    const float c = local_.options().grad_clip;
-    if (c > 0 && norm > c) {
-      const T s = static_cast<T>(c / norm);
-      for (T& x : g) x *= s;
-    }
+    detail::clip_in_place(g.data(), g.size(), norm, local_.options().grad_clip);
     return norm;
   }
 

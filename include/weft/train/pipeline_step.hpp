@@ -491,23 +491,14 @@ class pipeline_step {
   /// Global L2 norm of the gradients; scales them down to grad_clip when above. Returns the norm before.
   double clip_gradients() {
     const double norm = std::sqrt(grad_norm_squared());
-    if (options_.grad_clip > 0 && norm > options_.grad_clip) {
-      const T s = static_cast<T>(options_.grad_clip / norm);
-      for (T& x : grads()) x *= s;
-    }
+    detail::clip_in_place(grads().data(), grads().size(), norm, options_.grad_clip);
     return norm;
   }
 
   /// AdamW on the stage's parameter groups with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    const auto& o = options_.optimizer;
-    const double lr = options_.schedule.at(step_, o.lr);
-    ++step_;
-    for (const auto& g : groups_)
-      ops::adamw_step(params().data() + g.offset, grads().data() + g.offset, adam_m().data() + g.offset,
-                      adam_v().data() + g.offset, g.size, static_cast<float>(lr), o.beta1, o.beta2, o.eps,
-                      g.decay ? o.weight_decay : 0.0f, static_cast<int>(step_));
-    return lr;
+    return detail::adamw_over_groups(options_, step_, params().data(), grads().data(), adam_m().data(),
+                                     adam_v().data(), groups_);
   }
 
   /// Mean loss of `batches` micro-batches from `fill` (called on the first and the last stage),

@@ -241,24 +241,14 @@ class tensor_parallel_step {
   /// Global L2 norm of the gradients; scales them down to grad_clip when above it.
   double clip_gradients() {
     const double norm = std::sqrt(grad_norm_squared());
-    if (options_.grad_clip > 0 && norm > options_.grad_clip) {
-      const T s = static_cast<T>(options_.grad_clip / norm);
-      for (T& x : grads()) x *= s;
-    }
+    detail::clip_in_place(grads().data(), grads().size(), norm, options_.grad_clip);
     return norm;
   }
 
   /// AdamW on this rank's shard with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    const auto& o = options_.optimizer;
-    const double lr = options_.schedule.at(step_, o.lr);
-    ++step_;
-    for (const auto& grp : groups_)
-      ops::adamw_step(section(local_plan::params) + grp.offset, section(local_plan::grads) + grp.offset,
-                      section(local_plan::adam_m) + grp.offset, section(local_plan::adam_v) + grp.offset, grp.size,
-                      static_cast<float>(lr), o.beta1, o.beta2, o.eps, grp.decay ? o.weight_decay : 0.0f,
-                      static_cast<int>(step_));
-    return lr;
+    return detail::adamw_over_groups(options_, step_, section(local_plan::params), section(local_plan::grads),
+                                     section(local_plan::adam_m), section(local_plan::adam_v), groups_);
   }
 
   /// Mean validation loss over `batches` micro-batches from `fill`.

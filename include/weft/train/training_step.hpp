@@ -72,6 +72,26 @@ double sum_of_squares(const T* x, std::size_t n) {
   for (; i < n; ++i) acc[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
+// Scales `g` down so that its global norm `norm` becomes `clip` (when above; clip <= 0: never).
+template <class T>
+void clip_in_place(T* g, std::size_t n, double norm, float clip) {
+  if (clip <= 0 || !(norm > clip)) return;
+  const T s = static_cast<T>(clip / norm);
+  for (std::size_t i = 0; i < n; ++i) g[i] *= s;
+}
+// AdamW over runs {offset, size, decay} of a parameter block, with the learning rate of `step`
+// (0-based, advanced here); returns that rate.
+template <class T, class Groups>
+double adamw_over_groups(const train_options& options, std::size_t& step, T* params, T* grads, T* m, T* v,
+                         const Groups& groups) {
+  const auto& o = options.optimizer;
+  const double lr = options.schedule.at(step, o.lr);
+  ++step;
+  for (const auto& g : groups)
+    ops::adamw_step(params + g.offset, grads + g.offset, m + g.offset, v + g.offset, g.size, static_cast<float>(lr),
+                    o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
+  return lr;
+}
 struct aligned_free {
   void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
 };
@@ -209,26 +229,15 @@ class training_step {
 
   /// Global L2 norm of grads(); scales them down to grad_clip when above it. Returns the norm before.
   double clip_gradients() {
-    T* g = section(Plan::grads);
     const double norm = std::sqrt(grad_norm_squared());
-    if (options_.grad_clip > 0 && norm > options_.grad_clip) {
-      const T s = static_cast<T>(options_.grad_clip / norm);
-      for (std::size_t i = 0; i < Plan::param_count; ++i) g[i] *= s;
-    }
+    detail::clip_in_place(section(Plan::grads), Plan::param_count, norm, options_.grad_clip);
     return norm;
   }
 
   /// AdamW on every parameter group with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    const auto& o = options_.optimizer;
-    const double lr = options_.schedule.at(step_, o.lr);
-    ++step_;
-    for (const auto& grp : groups_)
-      ops::adamw_step(section(Plan::params) + grp.offset, section(Plan::grads) + grp.offset,
-                      section(Plan::adam_m) + grp.offset, section(Plan::adam_v) + grp.offset, grp.size,
-                      static_cast<float>(lr), o.beta1, o.beta2, o.eps, grp.decay ? o.weight_decay : 0.0f,
-                      static_cast<int>(step_));
-    return lr;
+    return detail::adamw_over_groups(options_, step_, section(Plan::params), section(Plan::grads),
+                                     section(Plan::adam_m), section(Plan::adam_v), groups_);
   }
 
   /// Mean validation loss over `batches` micro-batches from `fill`.
