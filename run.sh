@@ -16,7 +16,7 @@ esac
 
 # ---- Debian packages ----
 packages=(cmake ninja-build g++ pkg-config catch2 librange-v3-dev libboost-mpi-dev libboost-serialization-dev
-          openmpi-bin libopenmpi-dev libopenblas-dev fortunes-min fortunes python3-numpy python3-pip)
+          openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev fortunes-min fortunes python3-numpy python3-pip)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

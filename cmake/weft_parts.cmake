@@ -13,21 +13,53 @@ endif()
 
 # ---- weft::host ----
 if(NOT TARGET weft::host)
-  set(BLA_VENDOR OpenBLAS)
-  find_package(BLAS QUIET)
   find_package(OpenMP QUIET COMPONENTS CXX)
   find_package(Threads QUIET)
-  find_path(WEFT_CBLAS_INCLUDE_DIR cblas.h
-    PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include/x86_64-linux-gnu
-    NO_CACHE)
+  # OpenBLAS built on OpenMP first (Debian: libopenblas-openmp-dev): its matrix products share
+  # one thread pool with the step's own OpenMP loops. The pthread build runs its own threads
+  # beside OpenMP's, and the two fight over the cores (system time triples on two cores).
+  set(_weft_blas_lib)
+  set(_weft_blas_threads none)
+  if(OpenMP_CXX_FOUND)
+    find_library(WEFT_OPENBLAS_OPENMP_LIB NAMES openblas
+      PATHS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/aarch64-linux-gnu/openblas-openmp
+      NO_DEFAULT_PATH NO_CACHE)
+    find_path(WEFT_OPENBLAS_OPENMP_INCLUDE cblas.h
+      PATHS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/aarch64-linux-gnu/openblas-openmp
+      NO_DEFAULT_PATH NO_CACHE)
+    if(WEFT_OPENBLAS_OPENMP_LIB AND WEFT_OPENBLAS_OPENMP_INCLUDE)
+      set(_weft_blas_lib ${WEFT_OPENBLAS_OPENMP_LIB})
+      set(WEFT_CBLAS_INCLUDE_DIR ${WEFT_OPENBLAS_OPENMP_INCLUDE})
+      set(_weft_blas_threads openmp)
+    endif()
+  endif()
+  if(NOT _weft_blas_lib)
+    set(BLA_VENDOR OpenBLAS)
+    find_package(BLAS QUIET)
+    find_path(WEFT_CBLAS_INCLUDE_DIR cblas.h
+      PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include/x86_64-linux-gnu
+      NO_CACHE)
+    if(BLAS_FOUND AND WEFT_CBLAS_INCLUDE_DIR)
+      set(_weft_blas_lib ${BLAS_LIBRARIES})
+      set(_weft_blas_threads pthread)
+      message(STATUS "weft: OpenBLAS on OpenMP not found - using the pthread OpenBLAS, whose threads compete with the step's (apt-get install libopenblas-openmp-dev)")
+    endif()
+  endif()
   add_library(weft_host INTERFACE)
   add_library(weft::host ALIAS weft_host)
   target_link_libraries(weft_host INTERFACE weft::weft)
   if(Threads_FOUND)
     target_link_libraries(weft_host INTERFACE Threads::Threads)
   endif()
-  if(BLAS_FOUND AND WEFT_CBLAS_INCLUDE_DIR)
-    target_link_libraries(weft_host INTERFACE ${BLAS_LIBRARIES})
+  if(_weft_blas_lib AND WEFT_CBLAS_INCLUDE_DIR)
+    target_link_libraries(weft_host INTERFACE ${_weft_blas_lib})
+    if(_weft_blas_threads STREQUAL "openmp")
+      # Both OpenBLAS builds have the soname libopenblas.so.0; the run path picks this one over
+      # the system's default (Debian's alternatives prefer the pthread build).
+      get_filename_component(_weft_blas_dir ${_weft_blas_lib} DIRECTORY)
+      target_link_options(weft_host INTERFACE "LINKER:-rpath,${_weft_blas_dir}")
+      target_compile_definitions(weft_host INTERFACE WEFT_OPENBLAS_OPENMP=1)
+    endif()
     target_include_directories(weft_host SYSTEM INTERFACE ${WEFT_CBLAS_INCLUDE_DIR})
     target_compile_definitions(weft_host INTERFACE WEFT_HAS_CBLAS=1)
     set(WEFT_HAS_CBLAS ON)

@@ -9,13 +9,17 @@ if(TARGET train_gpt)
                    --expect-val-loss 2.0)
   set_tests_properties(demo.train_gpt_shortened PROPERTIES LABELS demo TIMEOUT 900
                        ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
-  add_test(NAME demo.train_gpt_bad_option COMMAND train_gpt --steps banana)
-  set_tests_properties(demo.train_gpt_bad_option PROPERTIES LABELS demo WILL_FAIL TRUE)
-  add_test(NAME demo.train_gpt_missing_data COMMAND train_gpt --data /nonexistent/corpus.bin --steps 1)
-  set_tests_properties(demo.train_gpt_missing_data PROPERTIES LABELS demo
-                       PASS_REGULAR_EXPRESSION "nonexistent/corpus.bin")
-  add_test(NAME demo.train_gpt_help COMMAND train_gpt --help)
-  set_tests_properties(demo.train_gpt_help PROPERTIES LABELS demo PASS_REGULAR_EXPRESSION "--preset")
+  # Programs checked by exit status *and* output (cmake/run_expect.cmake).
+  set(run_expect ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
+  add_test(NAME demo.train_gpt_bad_option
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:train_gpt>|--steps|banana" -DEXPECT_RC=nonzero
+                   "-DEXPECT=banana" -P ${run_expect})
+  add_test(NAME demo.train_gpt_missing_data
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:train_gpt>|--data|/nonexistent/corpus.bin|--steps|1"
+                   -DEXPECT_RC=nonzero "-DEXPECT=nonexistent/corpus.bin" -P ${run_expect})
+  add_test(NAME demo.train_gpt_help
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:train_gpt>|--help" "-DEXPECT=--preset" -P ${run_expect})
+  set_tests_properties(demo.train_gpt_bad_option demo.train_gpt_missing_data demo.train_gpt_help PROPERTIES LABELS demo)
 endif()
 if(TARGET custom_layer)
   add_test(NAME demo.custom_layer COMMAND custom_layer 120)
@@ -55,6 +59,8 @@ endif()
 
 # ---- the schedule timeline tool writes an SVG ----
 if(TARGET schedule_svg)
-  add_test(NAME tools.schedule_svg COMMAND schedule_svg interleaved 4 8 2)
-  set_tests_properties(tools.schedule_svg PROPERTIES LABELS tools PASS_REGULAR_EXPRESSION "</svg>")
+  add_test(NAME tools.schedule_svg
+           COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:schedule_svg>|interleaved|4|8|2" "-DEXPECT=</svg>"
+                   -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
+  set_tests_properties(tools.schedule_svg PROPERTIES LABELS tools)
 endif()

@@ -7,3 +7,4 @@
 #include "weft/model.hpp"     // layers, compositions, gpt, llama
 #include "weft/parallel.hpp"  // batch, plan
 #include "weft/train.hpp"     // training_step, data, checkpoints
+#include "weft/backend/host/blas_info.hpp"  // host_backend_summary, set_host_threads

@@ -13,11 +13,16 @@ int main() {
   int failures = 0;
   failures += (activations::product != 4u * 64u * 768u);
   failures += (per_rank::index_of<"seq">() != 1);
+#if defined(WEFT_OPENBLAS_OPENMP)
+  // Linked through weft::host where Debian's OpenMP OpenBLAS is installed: the matrix products
+  // must run on the step's OpenMP pool, not on OpenBLAS's own pthreads (they fight over cores).
+  failures += (host_blas_threading() != blas_threading::openmp);
+#endif
   if (failures != 0) {
     std::printf("consumer failed: %d checks\n", failures);
     return 1;
   }
-  std::printf("consumer ok: weft %d.%d.%d, %zu elements per rank\n", WEFT_VERSION_MAJOR, WEFT_VERSION_MINOR,
-              WEFT_VERSION_PATCH, per_rank::product);
+  std::printf("consumer ok: weft %d.%d.%d, %zu elements per rank; host: %s\n", WEFT_VERSION_MAJOR,
+              WEFT_VERSION_MINOR, WEFT_VERSION_PATCH, per_rank::product, host_backend_summary().c_str());
   return 0;
 }

@@ -71,6 +71,19 @@ void gemm_fallback(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std
 }
 
 // ---- dispatch ----
+#if !defined(WEFT_HAS_CBLAS) && !defined(WEFT_PORTABLE_GEMM)
+// Said at build time, where a float/double product is instantiated without CBLAS: a program
+// compiled by hand without -DWEFT_HAS_CBLAS would otherwise run about 10x slower, silently.
+[[deprecated(
+    "weft: float/double matrix products are built without CBLAS and use the portable loops (about 10x "
+    "slower). Link weft::host from CMake, or compile with -DWEFT_HAS_CBLAS and link OpenBLAS "
+    "(-I/usr/include/x86_64-linux-gnu/openblas-openmp -lopenblas); define WEFT_PORTABLE_GEMM to accept the "
+    "portable loops.")]]
+inline void portable_gemm_for_float_or_double() {}
+#else
+inline void portable_gemm_for_float_or_double() {}
+#endif
+
 template <host_element T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
@@ -88,6 +101,7 @@ void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t 
     return;
   }
 #endif
+  if constexpr (std::same_as<T, float> || std::same_as<T, double>) portable_gemm_for_float_or_double();
   gemm_fallback(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

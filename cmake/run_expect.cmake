@@ -1,0 +1,35 @@
+# Runs one program and checks both its exit status and its output (CTest's
+# PASS_REGULAR_EXPRESSION alone ignores the exit status: a run that prints the line and then
+# aborts would pass).
+#   cmake "-DCOMMAND=exe|arg|arg" [-DEXPECT_RC=0] [-DEXPECT=regex] [-DREJECT=regex] -P run_expect.cmake
+# COMMAND uses | between arguments (a ; would split the add_test command). EXPECT_RC defaults
+# to 0; EXPECT_RC=nonzero accepts any status but 0.
+cmake_minimum_required(VERSION 3.25)
+if(NOT DEFINED COMMAND)
+  message(FATAL_ERROR "run_expect.cmake: -DCOMMAND=exe|args... is required")
+endif()
+if(NOT DEFINED EXPECT_RC)
+  set(EXPECT_RC 0)
+endif()
+string(REPLACE "|" ";" command "${COMMAND}")
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+set(all "${out}${err}")
+set(report "${COMMAND}: exit status '${rc}'; output:\n${all}")
+if(NOT rc MATCHES "^[0-9]+$")
+  message(FATAL_ERROR "the program did not exit normally (${rc}) — ${report}")
+endif()
+if(EXPECT_RC STREQUAL "nonzero")
+  if(rc EQUAL 0)
+    message(FATAL_ERROR "expected a non-zero exit status — ${report}")
+  endif()
+elseif(NOT rc EQUAL EXPECT_RC)
+  message(FATAL_ERROR "expected exit status ${EXPECT_RC} — ${report}")
+endif()
+if(DEFINED EXPECT AND NOT all MATCHES "${EXPECT}")
+  message(FATAL_ERROR "the output does not match '${EXPECT}' — ${report}")
+endif()
+if(DEFINED REJECT AND all MATCHES "${REJECT}")
+  message(FATAL_ERROR "the output matches '${REJECT}', which it must not — ${report}")
+endif()
+message("${all}")
+message(STATUS "exit status ${rc} and output as expected")
