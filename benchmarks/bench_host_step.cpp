@@ -7,8 +7,11 @@
  *   (b) L=4, width 256, 4 heads, vocab 256 at batch 8 x 128
  * and, in the same run, single-precision matrix products through the same BLAS, so the ratio
  * (step FLOP/s / sgemm FLOP/s) is measured under the same machine load. Target: >= 0.60 for (a).
+ * Then both steps again on 1 thread and on 2 (OpenMP, which the OpenMP build of OpenBLAS shares),
+ * interleaved, so the speed-up of 2 threads over 1 is measured under the same load.
+ * Target: (a) >= 1.6x on 2 threads (llm.c's CPU trainer: 1.7x).
  *
- *   build/benchmarks/bench_host_step [steps_a=3] [steps_b=8]
+ *   build/benchmarks/bench_host_step [steps_a=3] [steps_b=8] [rounds=2]
  */
 #include <weft/weft.hpp>
 
@@ -16,6 +19,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 #include <vector>
 
 #if defined(WEFT_HAS_CBLAS)
@@ -35,7 +39,7 @@ static double sgemm_gflops(int m, int n, int k, int reps) {
 #if defined(WEFT_HAS_CBLAS)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, n, k, 1.0f, a.data(), k, b.data(), k, 0.0f, c.data(), n);
 #else
-    ops::matmul_forward<1, 1, 1>(c.data(), a.data(), b.data(), nullptr);  // no BLAS: not meaningful
+    ops::matmul_forward<1, 1, 1>(weft::host_context{}, c.data(), a.data(), b.data(), nullptr);  // no BLAS: not meaningful
 #endif
     const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
     best = std::max(best, 2.0 * m * n * k / s * 1e-9);
@@ -48,7 +52,7 @@ struct result {
 };
 
 template <class Plan>
-result bench(const char* name, std::size_t steps) {
+result bench(const char* name, std::size_t steps, bool quiet = false) {
   training_step<Plan> st;
   std::uint64_t s = 1;
   auto fill = [&](auto tok, auto tgt) {
@@ -64,8 +68,9 @@ result bench(const char* name, std::size_t steps) {
   const double sec = total / static_cast<double>(steps);
   result r{sec * 1e3, static_cast<double>(Plan::rows) / sec,
            static_cast<double>(Plan::flops_per_token) * static_cast<double>(Plan::rows) / sec * 1e-9};
-  std::printf("%-34s %10.1f %12.0f %10.2f   (%zu params, %.1f MiB planned)\n", name, r.ms, r.tokens_per_s, r.gflops,
-              Plan::param_count, static_cast<double>(Plan::bytes_per_rank) / (1 << 20));
+  if (!quiet)
+    std::printf("%-34s %10.1f %12.0f %10.2f   (%zu params, %.1f MiB planned)\n", name, r.ms, r.tokens_per_s, r.gflops,
+                Plan::param_count, static_cast<double>(Plan::bytes_per_rank) / (1 << 20));
   return r;
 }
 
@@ -97,5 +102,25 @@ int main(int argc, char** argv) {
   const double ra = a.gflops / (0.5 * (g_a + g_a2)), rb = b.gflops / (0.5 * (g_b + g_b2));
   std::printf("\nratio step/sgemm: (a) %.2f   (b) %.2f\n", ra, rb);
   std::printf("target (a) >= 0.60: %s\n", ra >= 0.60 ? "met" : "NOT met");
+
+  // ---- threads: 1 against 2, alternated (best of `rounds` each), same process, same load ----
+  const std::size_t rounds = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 2;
+  const int threads0 = host_threads();
+  double a1 = 1e300, a2 = 1e300, b1 = 1e300, b2 = 1e300;
+  for (std::size_t r = 0; r < rounds; ++r) {
+    set_host_threads(1);
+    a1 = std::min(a1, bench<plan_a>("", steps_a, true).ms);
+    b1 = std::min(b1, bench<plan_b>("", steps_b, true).ms);
+    set_host_threads(2);
+    a2 = std::min(a2, bench<plan_a>("", steps_a, true).ms);
+    b2 = std::min(b2, bench<plan_b>("", steps_b, true).ms);
+  }
+  set_host_threads(threads0);
+  std::printf("\nthreads (%s; %u hardware threads):\n", host_backend_summary().c_str(),
+              std::thread::hardware_concurrency());
+  std::printf("%-34s %12s %12s %10s\n", "configuration", "1 thread ms", "2 threads ms", "speed-up");
+  std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(a) GPT-2 124M, 4 x 64", a1, a2, a1 / a2);
+  std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(b) L4 W256 H4 V256, 8 x 128", b1, b2, b1 / b2);
+  std::printf("target (a) >= 1.6x on 2 threads: %s\n", a1 / a2 >= 1.6 ? "met" : "NOT met");
   return 0;
 }

@@ -13,18 +13,17 @@
  * fit the mesh, a data file missing on some rank (--data may contain {rank}), a rank that dies.
  */
 #include <weft/comm/mpi.hpp>
+#include <weft/train/corpus.hpp>
 #include <weft/train/distributed_step.hpp>
 #include <weft/weft.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <optional>
 #include <string>
-#include <vector>
+#include <string_view>
+#include <tuple>
 
-namespace fs = std::filesystem;
 using namespace weft;
 
 // example-begin strategies
@@ -45,50 +44,55 @@ using tp2_pp2 = plan<model, micro_batch,
                               pipeline<"pp", one_f_one_b, microbatches<4>>, data_parallel<"dp", zero<1>>>>;
 // example-end strategies
 
+// ---- the presets: a type list; --help and the dispatch are both written from it ----
+// preset<Name, Plan, Summary>: the name a user types, the plan it compiles, one line for --help.
+template <fixed_string Name, class Plan, fixed_string Summary>
+struct preset {
+  static constexpr std::string_view name = Name.view();
+  static constexpr std::string_view summary = Summary.view();
+  using plan_type = Plan;
+};
+// example-begin presets
+using presets = std::tuple<
+    preset<"dp", dp_only<0>, "data parallelism, every rank a full replica">,
+    preset<"zero1", dp_only<1>, "data parallelism, AdamW moments sharded (ZeRO-1)">,
+    preset<"zero2", dp_only<2>, "... and gradients reduce-scattered (ZeRO-2)">,
+    preset<"zero3", dp_only<3>, "... and parameters sharded, gathered per use (ZeRO-3)">,
+    preset<"tp2", tp2, "tensor parallelism over 2 ranks (Megatron), x dp">,
+    preset<"tp2-sp", tp2_sp, "tensor + sequence parallelism over 2 ranks, ZeRO-1 over dp">,
+    preset<"pp2-gpipe", pp2<gpipe, 4>, "2 pipeline stages, GPipe, 4 micro-batches, x dp">,
+    preset<"pp2-1f1b", pp2<one_f_one_b, 4>, "2 pipeline stages, 1F1B, 4 micro-batches, x dp">,
+    preset<"pp2-interleaved", pp2<interleaved<2>, 4>, "2 stages x 2 chunks, interleaved 1F1B, x dp">,
+    preset<"tp2-pp2", tp2_pp2, "tp 2 x pp 2 (1F1B) x dp with ZeRO-1 (8 ranks: dp 2)">>;
+// example-end presets
+
 struct options {
   std::string strategy = "dp";
-  std::string data;  // text file; "{rank}" is replaced by the world rank
+  std::string data;  // corpus path; "{rank}" is replaced by the world rank
   std::size_t steps = 100;
   float lr = 3e-3f;
   int fail_rank = -1;  // for testing: this rank exits with status 3 at step 2
 };
 
 static void usage() {
-  std::printf(
-      "usage: mpirun -np N train_distributed [options]\n"
-      "  --strategy NAME   dp | zero1 | zero2 | zero3 | tp2 | tp2-sp | pp2-gpipe | pp2-1f1b |\n"
-      "                    pp2-interleaved | tp2-pp2                          (default dp)\n"
-      "  --data PATH       text file ({rank} is replaced by the rank); default: fortune corpus\n"
-      "  --steps N         optimizer steps                                     (default 100)\n"
-      "  --lr X            peak learning rate                                  (default 3e-3)\n"
-      "  --fail-rank R     (testing) rank R exits with status 3 at step 2\n");
-}
-
-static text_corpus load(const std::string& pattern, int rank) {
-  std::string path = pattern;
-  if (const auto at = path.find("{rank}"); at != std::string::npos) path.replace(at, 6, std::to_string(rank));
-  text_options topt;
-  std::vector<fs::path> files;
-  if (path.empty()) {
-    if (fs::is_directory("/usr/share/games/fortunes"))
-      for (const auto& e : fs::directory_iterator("/usr/share/games/fortunes"))
-        if (e.is_regular_file() && !e.is_symlink() && e.path().extension().empty()) files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    topt.fortune_records = true;
-  } else {
-    files.push_back(path);
-  }
-  if (files.empty()) throw data_error("train_distributed: no corpus (install fortunes or pass --data)");
-  return text_corpus::load(std::span<const fs::path>(files), topt);
+  std::printf("usage: mpirun -np N train_distributed [options]\n"
+              "  --strategy NAME   one of the presets below                            (default dp)\n"
+              "  --data PATH       corpus: text file, directory, or .bin token file ({rank} is replaced\n"
+              "                    by the rank); default: the fortune(6) corpus\n"
+              "  --steps N         optimizer steps                                     (default 100)\n"
+              "  --lr X            peak learning rate                                  (default 3e-3)\n"
+              "  --fail-rank R     (testing) rank R exits with status 3 at step 2\n"
+              "presets (the data-parallel degree is the world size / (tp * pp)):\n");
+  std::apply([](auto... p) { (std::printf("  %-17s %s\n", p.name.data(), p.summary.data()), ...); }, presets{});
 }
 
 template <class Plan>
 int train(mpi_communicator& world, const options& o) {
   // Every rank loads its data; a failure on any rank ends all of them with one line.
-  std::optional<text_corpus> corpus;
+  std::optional<corpus> data;
   std::string error;
   try {
-    corpus.emplace(load(o.data, world.rank()));
+    data.emplace(corpus::open(o.data, "train_distributed", world.rank()));
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -97,9 +101,10 @@ int train(mpi_communicator& world, const options& o) {
   train_options topt;
   topt.optimizer.lr = o.lr;
   topt.schedule = {20, o.steps, 0.1f};
+  // example-begin entry
   auto step = make_training_step<Plan>(world, topt);  // distributed_step<Plan, mpi_communicator>
-  const auto c = step.coords();
-  batch_sampler<Plan::B, Plan::S> sampler(token_view(*corpus), 1337, data_shard{c.dp, step.dp_size()});
+  batch_sampler<Plan::B, Plan::S> sampler(data->all(), 1337, data_shard{step.data_rank(), step.dp_size()});
+  // example-end entry
   if (world.rank() == 0) {
     std::printf("strategy %s: %d ranks = dp %zu x tp %zu x pp %zu\n", o.strategy.c_str(), world.size(), step.dp_size(),
                 Plan::tp, Plan::pp);
@@ -107,11 +112,17 @@ int train(mpi_communicator& world, const options& o) {
   }
   for (std::size_t s = 0; s < o.steps; ++s) {
     if (static_cast<int>(s) == 2 && world.rank() == o.fail_rank) std::exit(3);
-    const auto m = step.step([&](auto tok, auto tgt) { sampler.next(tok, tgt); });
+    const auto m = step(sampler);  // the step reads its micro-batches from the sampler
     if (world.rank() == 0 && (m.step % 10 == 0 || m.step == o.steps))
       std::printf("step %zu  loss %.4f  grad norm %.3f  %.0f tok/s\n", m.step, m.loss, m.grad_norm, m.tokens_per_second);
   }
   return 0;
+}
+
+// Runs the preset named `name`; false if there is none.
+template <class... Ps>
+bool dispatch(std::tuple<Ps...>, std::string_view name, mpi_communicator& world, const options& o, int& rc) {
+  return ((name == Ps::name ? (rc = train<typename Ps::plan_type>(world, o), true) : false) || ...);
 }
 
 int main(int argc, char** argv) {
@@ -128,16 +139,8 @@ int main(int argc, char** argv) {
     else if (a == "--fail-rank") o.fail_rank = std::atoi(next().c_str());
     else collective_check(world, false, "train_distributed: unknown option '" + a + "' (see --help)", 2);
   }
-  if (o.strategy == "dp") return train<dp_only<0>>(world, o);
-  if (o.strategy == "zero1") return train<dp_only<1>>(world, o);
-  if (o.strategy == "zero2") return train<dp_only<2>>(world, o);
-  if (o.strategy == "zero3") return train<dp_only<3>>(world, o);
-  if (o.strategy == "tp2") return train<tp2>(world, o);
-  if (o.strategy == "tp2-sp") return train<tp2_sp>(world, o);
-  if (o.strategy == "pp2-gpipe") return train<pp2<gpipe, 4>>(world, o);
-  if (o.strategy == "pp2-1f1b") return train<pp2<one_f_one_b, 4>>(world, o);
-  if (o.strategy == "pp2-interleaved") return train<pp2<interleaved<2>, 4>>(world, o);
-  if (o.strategy == "tp2-pp2") return train<tp2_pp2>(world, o);
+  int rc = 0;
+  if (dispatch(presets{}, o.strategy, world, o, rc)) return rc;
   collective_check(world, false, "train_distributed: unknown strategy '" + o.strategy + "' (see --help)", 2);
   return 2;
 }

@@ -2,6 +2,8 @@
 // weft/train: the training step, optimizer settings, data, checkpoints.
 #include "weft/train/checkpoint.hpp"     // save_checkpoint, load_checkpoint, save_weights, load_weights
 #include "weft/train/loader.hpp"         // text_corpus, token_file, split, batch_sampler, eval_batches
+#include "weft/train/corpus.hpp"         // corpus::open (the one loader of a corpus by path)
+#include "weft/train/batch_source.hpp"   // batch_source
 #include "weft/train/optimizer.hpp"      // adamw, lr_schedule
 #include "weft/train/safetensors.hpp"    // safetensors_writer, safetensors_file
 #include "weft/train/tokenizer.hpp"      // byte_tokenizer

@@ -99,10 +99,14 @@ void dispatch(mpi_communicator& world, int zero, std::size_t steps, double tol) 
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
   test::world_rank = world.rank();
-  const std::string model = argc > 1 ? argv[1] : "gpt";
-  const int zero = argc > 2 ? std::atoi(argv[2]) : 0;
-  const std::string dtype = argc > 3 ? argv[3] : "f64";
-  const std::size_t steps = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 4;
+  const std::string model = argc > 1 ? argv[1] : "", dtype = argc > 3 ? argv[3] : "";
+  const long zero_arg = argc > 2 ? test::number_arg(argv[2]) : -1, steps_arg = argc > 4 ? test::number_arg(argv[4]) : 4;
+  test::require_args(world,
+                     argc >= 4 && argc <= 5 && test::one_of(model, {"gpt", "llama"}) && zero_arg >= 0 && zero_arg <= 3 &&
+                         test::one_of(dtype, {"f64", "f32"}) && steps_arg > 0,
+                     "dp_equivalence: usage: <gpt|llama> <zero 0-3> <f64|f32> [steps > 0]", argc, argv);
+  const int zero = static_cast<int>(zero_arg);
+  const std::size_t steps = static_cast<std::size_t>(steps_arg);
   const bool f64 = dtype == "f64";
   const double tol = f64 ? 1e-10 : 1e-5;
   if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, zero, steps, tol) : dispatch<gpt_t, float>(world, zero, steps, tol);

@@ -2,10 +2,14 @@
 // A minimal CHECK for tests under mpirun: each failure prints one line naming the rank,
 // and `finish` agrees on the total so that every rank exits with the same status.
 // (Catch2 under mpirun would print N interleaved reports.)
-#include "weft/comm/mpi.hpp"  // mpi_communicator, mpi::world
+#include "weft/comm/check.hpp"  // collective_check
+#include "weft/comm/mpi.hpp"    // mpi_communicator, mpi::world
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
+#include <string>
 #include <span>
 
 namespace weft::test {
@@ -30,6 +34,28 @@ inline int finish(mpi_communicator& world, const char* name) {
     std::printf("%s (np=%d): %lld of %lld checks failed\n", name, world.size(),
                 static_cast<long long>(totals[0]), static_cast<long long>(totals[1]));
   return totals[0] == 0 ? 0 : 1;
+}
+
+/// Collective: a harness refuses arguments it does not know (one line, status 2 on every rank)
+/// rather than falling back to a default that would test something else.
+inline void require_args(mpi_communicator& world, bool ok, const std::string& usage, int argc, char** argv) {
+  std::string got;
+  for (int i = 1; i < argc; ++i) got += std::string(i > 1 ? " " : "") + argv[i];
+  collective_check(world, ok, usage + "; got '" + got + "'", 2);
+}
+
+/// Whether `s` is one of `options`.
+inline bool one_of(const std::string& s, std::initializer_list<const char*> options) {
+  for (const char* o : options)
+    if (s == o) return true;
+  return false;
+}
+
+/// A non-negative decimal integer argument, or -1.
+inline long number_arg(const char* s) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  return (end != s && *end == '\0' && v >= 0) ? v : -1;
 }
 
 }  // namespace weft::test

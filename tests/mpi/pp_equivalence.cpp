@@ -179,11 +179,16 @@ void dispatch(mpi_communicator& world, const std::string& schedule, int zero, st
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
   test::world_rank = world.rank();
-  const std::string model = argc > 1 ? argv[1] : "gpt";
-  const std::string schedule = argc > 2 ? argv[2] : "1f1b";
-  const std::string dtype = argc > 3 ? argv[3] : "f64";
-  const int zero = argc > 4 ? std::atoi(argv[4]) : 0;
-  const std::size_t steps = argc > 5 ? std::strtoul(argv[5], nullptr, 10) : 4;
+  const std::string model = argc > 1 ? argv[1] : "", schedule = argc > 2 ? argv[2] : "", dtype = argc > 3 ? argv[3] : "";
+  const long zero_arg = argc > 4 ? test::number_arg(argv[4]) : -1, steps_arg = argc > 5 ? test::number_arg(argv[5]) : 4;
+  test::require_args(world,
+                     argc >= 5 && argc <= 6 && test::one_of(model, {"gpt", "llama"}) &&
+                         test::one_of(schedule, {"gpipe", "1f1b", "interleaved"}) && test::one_of(dtype, {"f64", "f32"}) &&
+                         (zero_arg == 0 || zero_arg == 1 || zero_arg == 3) && steps_arg > 0,
+                     "pp_equivalence: usage: <gpt|llama> <gpipe|1f1b|interleaved> <f64|f32> <zero 0|1|3> [steps > 0]",
+                     argc, argv);
+  const int zero = static_cast<int>(zero_arg);
+  const std::size_t steps = static_cast<std::size_t>(steps_arg);
   if (world.size() % static_cast<int>(PP) != 0)
     world.abort(2, "pp_equivalence: run on a multiple of 2 ranks (pipeline of 2 stages).");
   const bool f64 = dtype == "f64";

@@ -176,11 +176,16 @@ void dispatch(mpi_communicator& world, const std::string& mode, int zero, std::s
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
   test::world_rank = world.rank();
-  const std::string model = argc > 1 ? argv[1] : "gpt";
-  const std::string mode = argc > 2 ? argv[2] : "tp";
-  const std::string dtype = argc > 3 ? argv[3] : "f64";
-  const std::size_t steps = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 4;
-  const int zero = argc > 5 ? std::atoi(argv[5]) : 0;
+  const std::string model = argc > 1 ? argv[1] : "", mode = argc > 2 ? argv[2] : "", dtype = argc > 3 ? argv[3] : "";
+  const long steps_arg = argc > 4 ? test::number_arg(argv[4]) : 4, zero_arg = argc > 5 ? test::number_arg(argv[5]) : 0;
+  test::require_args(world,
+                     argc >= 4 && argc <= 6 && test::one_of(model, {"gpt", "llama"}) &&
+                         test::one_of(mode, {"tp", "tpsp", "dptp", "dptpsp"}) && test::one_of(dtype, {"f64", "f32"}) &&
+                         steps_arg > 0 && zero_arg >= 0 && zero_arg <= 3,
+                     "tp_equivalence: usage: <gpt|llama> <tp|tpsp|dptp|dptpsp> <f64|f32> [steps > 0] [zero 0-3]", argc,
+                     argv);
+  const std::size_t steps = static_cast<std::size_t>(steps_arg);
+  const int zero = static_cast<int>(zero_arg);
   const bool dp_mode = mode == "dptp" || mode == "dptpsp";
   if ((mode != "tp" && mode != "tpsp" && !dp_mode) || world.size() % static_cast<int>(TP) != 0 ||
       (!dp_mode && world.size() != static_cast<int>(TP)))

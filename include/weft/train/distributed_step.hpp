@@ -8,6 +8,7 @@
 #include "weft/comm/check.hpp"                  // collective_check
 #include "weft/comm/communicator.hpp"           // communicator
 #include "weft/parallel/plan.hpp"               // plan
+#include "weft/train/batch_source.hpp"          // batch_source, fill_from
 #include "weft/train/data_parallel_step.hpp"    // data_parallel_step
 #include "weft/train/pipeline_step.hpp"         // pipeline_step
 #include "weft/train/tensor_parallel_step.hpp"  // tensor_parallel_step
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 namespace weft {
 
@@ -64,13 +66,33 @@ class distributed_step {
   /// Rows of the global batch this rank reads: data shard `dp index` of `dp_size()`.
   std::size_t data_rank() const { return coords_.dp; }
 
-  template <class Fill>
-  step_metrics step(Fill&& fill) {
+  /// One optimizer step over this rank's rows: from a batch source (`step(sampler)`), or from a
+  /// `fill(tokens, targets)` callable called once per micro-batch.
+  template <batch_source<Plan::B * Plan::S> Source>
+  step_metrics step(Source& source) {
+    auto fill = fill_from(source);
     return step_.step(fill);
   }
   template <class Fill>
+    requires(!batch_source<std::remove_cvref_t<Fill>, Plan::B * Plan::S>)
+  step_metrics step(Fill&& fill) {
+    return step_.step(fill);
+  }
+  /// Mean loss over `batches` micro-batches of a batch source (or a fill callable).
+  template <batch_source<Plan::B * Plan::S> Source>
+  double evaluate(Source& source, std::size_t batches) {
+    auto fill = fill_from(source);
+    return step_.evaluate(fill, batches);
+  }
+  template <class Fill>
+    requires(!batch_source<std::remove_cvref_t<Fill>, Plan::B * Plan::S>)
   double evaluate(Fill&& fill, std::size_t batches) {
     return step_.evaluate(fill, batches);
+  }
+  /// `operator()` is `step`: `for (...) auto m = step(sampler);` as in DESIGN.md.
+  template <class Source>
+  step_metrics operator()(Source&& source) {
+    return step(std::forward<Source>(source));
   }
   auto& inner() { return step_; }
 
