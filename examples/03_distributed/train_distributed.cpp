@@ -17,6 +17,8 @@
 #include <weft/train/distributed_step.hpp>
 #include <weft/weft.hpp>
 
+#include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -72,6 +74,7 @@ struct options {
   std::size_t steps = 100;
   float lr = 3e-3f;
   int fail_rank = -1;  // for testing: this rank exits with status 3 at step 2
+  int kill_rank = -1;  // for testing: this rank is killed (SIGKILL) in the middle of step 2
 };
 
 static void usage() {
@@ -82,6 +85,7 @@ static void usage() {
               "  --steps N         optimizer steps                                     (default 100)\n"
               "  --lr X            peak learning rate                                  (default 3e-3)\n"
               "  --fail-rank R     (testing) rank R exits with status 3 at step 2\n"
+              "  --kill-rank R     (testing) rank R is killed by SIGKILL in the middle of step 2\n"
               "presets (the data-parallel degree is the world size / (tp * pp)):\n");
   std::apply([](auto... p) { (std::printf("  %-17s %s\n", p.name.data(), p.summary.data()), ...); }, presets{});
 }
@@ -112,6 +116,18 @@ int train(mpi_communicator& world, const options& o) {
   }
   for (std::size_t s = 0; s < o.steps; ++s) {
     if (static_cast<int>(s) == 2 && world.rank() == o.fail_rank) std::exit(3);
+    if (static_cast<int>(s) == 2 && world.rank() == o.kill_rank) {
+      // Mid-step: after this rank's first micro-batch, while the others wait in a collective.
+      auto fill = [&, calls = 0](auto tok, auto tgt) mutable {
+        if (++calls == 2) {
+          std::fprintf(stderr, "killing rank %d at unix time %lld\n", world.rank(), static_cast<long long>(std::time(nullptr)));
+          std::fflush(stderr);
+          std::raise(SIGKILL);
+        }
+        sampler.next(tok, tgt);
+      };
+      step(fill);
+    }
     const auto m = step(sampler);  // the step reads its micro-batches from the sampler
     if (world.rank() == 0 && (m.step % 10 == 0 || m.step == o.steps))
       std::printf("step %zu  loss %.4f  grad norm %.3f  %.0f tok/s\n", m.step, m.loss, m.grad_norm, m.tokens_per_second);
@@ -137,6 +153,7 @@ int main(int argc, char** argv) {
     else if (a == "--steps") o.steps = std::strtoul(next().c_str(), nullptr, 10);
     else if (a == "--lr") o.lr = std::strtof(next().c_str(), nullptr);
     else if (a == "--fail-rank") o.fail_rank = std::atoi(next().c_str());
+    else if (a == "--kill-rank") o.kill_rank = std::atoi(next().c_str());
     else collective_check(world, false, "train_distributed: unknown option '" + a + "' (see --help)", 2);
   }
   int rc = 0;
