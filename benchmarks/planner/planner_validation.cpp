@@ -1,0 +1,141 @@
+/*
+ * planner_validation — prints the tables of docs/planner_validation.md from the cost model:
+ * Narayanan et al. 2021 Table 1 (predicted per-GPU TFLOP/s at the published split, the
+ * error, and the search's own choice), the 8·T·P/(n·X) reproduction, and bench_parallel_step
+ * on this machine (predicted against the measured rows of docs/benchmarks.md).
+ */
+#include <weft/planner/run_cost.hpp>
+#include <weft/planner/search.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+using namespace weft::planner;
+using weft::recompute_kind;
+using weft::schedule_kind;
+
+namespace {
+struct row {
+  double billions;
+  std::size_t heads, h, l, tp, pp, gpus, batch;
+  double tflops;
+};
+constexpr row table1[] = {{1.7, 24, 2304, 24, 1, 1, 32, 512, 137},       {3.6, 32, 3072, 30, 2, 1, 64, 512, 138},
+                          {7.5, 32, 4096, 36, 4, 1, 128, 512, 142},      {18.4, 48, 6144, 40, 8, 1, 256, 1024, 135},
+                          {39.1, 64, 8192, 48, 8, 2, 512, 1536, 138},    {76.1, 80, 10240, 60, 8, 4, 1024, 1792, 140},
+                          {145.6, 96, 12288, 80, 8, 8, 1536, 2304, 148}, {310.1, 128, 16384, 96, 8, 16, 1920, 2160, 155},
+                          {529.6, 128, 20480, 105, 8, 35, 2520, 2520, 163}, {1008.0, 160, 25600, 128, 8, 64, 3072, 3072, 163}};
+
+job_options megatron_2021_job() {
+  job_options j{};
+  j.fused_attention = false, j.overlap_grad_reduce = false;
+  return j;
+}
+search_options published(const row& r) {
+  search_options o{};
+  o.job = megatron_2021_job();
+  o.fixed_tp = r.tp, o.fixed_pp = r.pp, o.fix_recompute = true, o.recompute = recompute_kind::full;
+  o.fix_zero = true, o.allow_gpipe = false, o.allow_sequence_parallel = false;
+  return o;
+}
+double paper_flops(const row& r) {
+  const double s = 2048, v = 51200, l = static_cast<double>(r.l), h = static_cast<double>(r.h);
+  return 96.0 * static_cast<double>(r.batch) * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h));
+}
+std::string text(const strategy_desc& s) {
+  char b[160];
+  std::snprintf(b, sizeof b, "tp%zu%s pp%zu dp%zu %s%s b%zu z%zu %s", s.tp, s.sequence_parallel ? "+sp" : "", s.pp, s.dp,
+                s.pp == 1 ? "" : schedule_name(s.schedule),
+                s.pp > 1 && s.schedule == schedule_kind::interleaved ? (" V" + std::to_string(s.chunks)).c_str() : "", s.micro,
+                s.zero, recompute_name(s.recompute));
+  return b;
+}
+}  // namespace
+
+int main() {
+  std::printf("| params | heads | hidden | layers | TP | PP | GPUs | batch | published TFLOP/s | predicted | error | micro-batch, schedule (model's pick at the published split) | search's own choice (same cost model) | its step vs published split |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  double sum = 0, worst = 0;
+  for (const row& r : table1) {
+    const model_desc md = gpt_desc(r.l, r.h, r.heads, 51200, 2048, 0, 1);
+    const cluster c = presets::a100_80gb(r.gpus / 8);
+    const auto pub = search<1>(md, {r.batch, 2048}, c, published(r));
+    if (!pub.found()) {
+      std::printf("| %.1fB | ... | does not fit |\n", r.billions);
+      continue;
+    }
+    const double predicted = paper_flops(r) / pub.best().cost.step_seconds / static_cast<double>(r.gpus) / 1e12;
+    const double err = 100 * (predicted - r.tflops) / r.tflops;
+    sum += std::fabs(err), worst = std::max(worst, std::fabs(err));
+    search_options free{};
+    free.job = megatron_2021_job();
+    const auto own = search<1>(md, {r.batch, 2048}, c, free);
+    const strategy_desc& p = pub.best().strategy;
+    std::printf("| %.1fB | %zu | %zu | %zu | %zu | %zu | %zu | %zu | %.0f | %.0f | %+.1f%% | b=%zu, %s%s | %s | %.2fx faster |\n", r.billions,
+                r.heads, r.h, r.l, r.tp, r.pp, r.gpus, r.batch, r.tflops, predicted, err, p.micro,
+                p.pp == 1 ? "no pipeline" : schedule_name(p.schedule),
+                p.pp > 1 && p.schedule == schedule_kind::interleaved ? (" V=" + std::to_string(p.chunks)).c_str() : "",
+                own.found() ? text(own.best().strategy).c_str() : "none fits",
+                own.found() ? pub.best().cost.step_seconds / own.best().cost.step_seconds : 0.0);
+  }
+  std::printf("\nmean |error| %.1f%%, worst %.1f%%\n\n", sum / 10, worst);
+
+  // ---- 8TP/(nX): GPT-3 175B (tp 8, pp 8, 1024 A100, batch 1536) on 300B tokens; 1T on 450B ----
+  constexpr row gpt3{175.0, 96, 12288, 96, 8, 8, 1024, 1536, 140};  // GPT-3 (not a Table 1 row): tp 8, pp 8
+  std::printf("| model | GPUs | tokens | X TFLOP/s | 8TP/(nX) | X predicted | run-level model, no failures | vs paper's days |\n|---|---|---|---|---|---|---|---|\n");
+  for (int k = 0; k < 2; ++k) {
+    const row& r = k == 0 ? gpt3 : table1[9];
+    const model_desc md = gpt_desc(r.l, r.h, r.heads, 51200, 2048, 0, 1);
+    const std::size_t gpus = k == 0 ? 1024 : 3072, batch = k == 0 ? 1536 : 3072;
+    const double tokens = k == 0 ? 300e9 : 450e9, paper_x = k == 0 ? 140e12 : 163e12, paper_days = k == 0 ? 34 : 84;
+    cluster c = presets::a100_80gb(gpus / 8);
+    c.failures_per_node_day = 0;
+    const search_options o = published(r);
+    const auto res = search<1>(md, {batch, 2048}, c, o);
+    if (!res.found()) continue;
+    const run_cost run = estimate_run(md, res.best().cost, batch * 2048, tokens, gpus, c);
+    const double formula = narayanan_training_seconds(tokens, static_cast<double>(md.params()), static_cast<double>(gpus), paper_x) / 86400;
+    std::printf("| %s | %zu | %.0fB | %.0f (paper) | %.1f days | %.0f (model) | %.1f days | %+.1f%% |\n",
+                k == 0 ? "GPT-3 175B" : "1T", gpus, tokens / 1e9, paper_x / 1e12, formula, run.flops_per_gpu / 1e12, run.days,
+                100 * (run.days - paper_days) / paper_days);
+  }
+
+  // ---- this machine: bench_parallel_step (docs/benchmarks.md) ----
+  struct bench {
+    const char* name;
+    std::size_t tp, pp, dp, b, m;
+    schedule_kind k;
+    std::size_t v, zero;
+    bool sp;
+    double ms;
+  };
+  constexpr auto I = schedule_kind::one_f_one_b;
+  constexpr bench rows[] = {{"single", 1, 1, 1, 16, 1, I, 1, 0, false, 308.1},
+                            {"dp (zero 0)", 1, 1, 2, 8, 1, I, 1, 0, false, 321.7},
+                            {"zero1", 1, 1, 2, 8, 1, I, 1, 1, false, 394.0},
+                            {"zero2", 1, 1, 2, 8, 1, I, 1, 2, false, 262.1},
+                            {"zero3", 1, 1, 2, 8, 1, I, 1, 3, false, 303.6},
+                            {"tp2", 2, 1, 1, 16, 1, I, 1, 0, false, 273.1},
+                            {"tp2 + sp", 2, 1, 1, 16, 1, I, 1, 0, true, 148.0},
+                            {"dp2 x tp2", 2, 1, 2, 8, 1, I, 1, 0, false, 147.4},
+                            {"pp2 gpipe, 4 micro-batches", 1, 2, 1, 4, 4, schedule_kind::gpipe, 1, 0, false, 308.8},
+                            {"pp2 1F1B, 4 micro-batches", 1, 2, 1, 4, 4, I, 1, 0, false, 328.4},
+                            {"pp2 interleaved (V=2), 4 micro-batches", 1, 2, 1, 4, 4, schedule_kind::interleaved, 2, 0, false, 340.3},
+                            {"dp2 x pp2 1F1B", 1, 2, 2, 2, 4, I, 1, 0, false, 555.7}};
+  const model_desc md = gpt_desc(4, 128, 4, 256, 64);
+  const cluster c = presets::cpu_mpi();
+  job_options o{};
+  o.precision = full_f32();
+  std::printf("\n| strategy | ranks | measured ms/step | predicted | error |\n|---|---|---|---|---|\n");
+  int within = 0;
+  for (const bench& r : rows) {
+    strategy_desc s{};
+    s.tp = r.tp, s.pp = r.pp, s.dp = r.dp, s.micro = r.b, s.microbatches = r.m, s.schedule = r.k, s.chunks = r.v, s.zero = r.zero,
+    s.sequence_parallel = r.sp;
+    const double ms = estimate_step(md, 64, s, c, o).step_seconds * 1e3, err = 100 * (ms - r.ms) / r.ms;
+    within += std::fabs(err) <= 25;
+    std::printf("| %s | %zu | %.1f | %.1f | %+.1f%% |\n", r.name, s.gpus(), r.ms, ms, err);
+  }
+  std::printf("\n%d of 12 rows within 25%%\n", within);
+}

@@ -1,0 +1,108 @@
+#pragma once
+// ---- per-rank memory of a strategy, from values ----
+// The same accounting as memory_model<Model, Batch, Strategy, T, Master>::stage (ZeRO's
+// model states, Korthikanti's activations, the schedule's sets in flight), on a model_desc
+// instead of a type: the functions of parallel/memory_model.hpp are called, not restated.
+// Only the first and the last stage are priced: the first holds the embeddings and the most
+// activation sets, the last the head and the logits; a middle stage holds fewer of both,
+// so the peak is one of these two (tests/planner/test_memory_cost.cpp checks the numbers
+// against plan<...>::memory_per_rank).
+#include "weft/parallel/memory_model.hpp"  // zero_model_states, layer_activation_bytes, peak_activation_sets, stage_memory
+#include "weft/planner/model_desc.hpp"     // model_desc, strategy_desc, precision_desc
+
+#include <algorithm>
+#include <cstddef>
+
+namespace weft::planner {
+
+/// Activation sets in flight that the memory depends on (a walk of the schedule, done once
+/// per (schedule, P, M, V) by the search and shared by the strategies that differ otherwise).
+struct activation_sets {
+  std::size_t first = 0;        ///< stage 0, all chunks
+  std::size_t first_input = 0;  ///< stage 0, chunk 0 (the embedding's output)
+  std::size_t last = 0;         ///< stage P − 1, all chunks
+  std::size_t last_output = 0;  ///< stage P − 1, chunk V − 1 (the head's inputs and logits)
+};
+
+namespace detail {
+// Sets of all chunks stage `st` holds at its peak, in closed form: the walk of peak_sets holds
+// its warm-up forwards, then one more during the steady phase (a forward before each
+// backward) when there is one. Equal to peak_activation_sets (tests/planner/test_memory_cost.cpp
+// checks many sizes) at O(1) instead of O(M·V): the search asks for thousands of them.
+constexpr std::size_t peak_sets_closed(schedule_kind kind, std::size_t pp, std::size_t m, std::size_t v, std::size_t st) noexcept {
+  if (kind != schedule_kind::interleaved) v = 1;
+  const std::size_t warm = weft::detail::warmup(kind, st, pp, m, v);
+  return warm + (m * v > warm ? 1 : 0);
+}
+}  // namespace detail
+
+constexpr activation_sets sets_in_flight(schedule_kind kind, std::size_t pp, std::size_t m, std::size_t v) noexcept {
+  if (kind != schedule_kind::interleaved) v = 1;
+  const std::size_t first = detail::peak_sets_closed(kind, pp, m, v, 0), last = detail::peak_sets_closed(kind, pp, m, v, pp - 1);
+  if (v == 1) return {first, first, last, last};  // one chunk: the chunk's sets are all the sets
+  return {first, peak_chunk_sets(kind, pp, m, v, 0, 0), last, peak_chunk_sets(kind, pp, m, v, pp - 1, v - 1)};
+}
+constexpr activation_sets sets_in_flight(const strategy_desc& s) noexcept {
+  return sets_in_flight(s.schedule, s.pp, s.microbatches, s.schedule == schedule_kind::interleaved ? s.chunks : 1);
+}
+
+/// memory_model::stage(st, dp) for the model, sequence length, strategy and precision given as values.
+constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, const strategy_desc& s,
+                                       const precision_desc& p, const activation_sets& sets, std::size_t st) noexcept {
+  const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
+  const layer_activation_dims dims{seq, s.micro, md.width, md.heads, md.kv_heads, md.ffn, md.gated, p.element_bytes, md.mask_bytes};
+  stage_memory m{};
+  m.stage = st;
+  m.params = md.stage_params(st, s.pp, s.tp);
+  const model_state_bytes ms = zero_model_states(m.params, p.states, s.zero, s.dp);
+  m.param_bytes = ms.params;
+  m.grad_bytes = ms.grads;
+  m.optimizer_bytes = ms.optimizer;
+  const std::size_t per_chunk = md.depth / (s.pp * v);
+  m.layers = per_chunk * v;
+  m.activation_sets = st == 0 ? sets.first : sets.last;
+  m.layer_bytes = layer_activation_bytes(dims, s.tp, s.sequence_parallel, s.recompute);
+  m.activation_bytes = m.layer_bytes * per_chunk * m.activation_sets;
+  const std::size_t rows = (s.sequence_parallel ? weft::detail::ceil_div(seq, s.tp) : seq) * s.micro;
+  if (st == 0) m.embedding_bytes = rows * md.width * md.mask_bytes * sets.first_input;
+  if (st + 1 == s.pp) {
+    const std::size_t logit_bytes = std::max<std::size_t>(p.element_bytes, 4);
+    const std::size_t per_micro = 2 * rows * md.width * p.element_bytes + seq * s.micro * weft::detail::ceil_div(md.vocab, s.tp) * logit_bytes;
+    m.output_bytes = per_micro * sets.last_output;
+  }
+  return m;
+}
+
+/// The stage with the most bytes per rank (first or last) — memory_model::bytes_per_rank.
+constexpr stage_memory peak_stage_memory(const model_desc& md, std::size_t seq, const strategy_desc& s,
+                                         const precision_desc& p, const activation_sets& sets) noexcept {
+  const stage_memory first = stage_memory_of(md, seq, s, p, sets, 0);
+  if (s.pp == 1) return first;
+  const stage_memory last = stage_memory_of(md, seq, s, p, sets, s.pp - 1);
+  return last.total() > first.total() ? last : first;
+}
+constexpr stage_memory peak_stage_memory(const model_desc& md, std::size_t seq, const strategy_desc& s,
+                                         const precision_desc& p = {}) noexcept {
+  return peak_stage_memory(md, seq, s, p, sets_in_flight(s));
+}
+
+/// The memory of any stage `st` (the explorer's per-stage table).
+constexpr stage_memory stage_memory_at(const model_desc& md, std::size_t seq, const strategy_desc& s,
+                                       const precision_desc& p, std::size_t st) noexcept {
+  const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
+  const std::size_t all = peak_activation_sets(s.schedule, s.pp, s.microbatches, v, st);
+  const activation_sets sets{all, peak_chunk_sets(s.schedule, s.pp, s.microbatches, v, st, 0), all,
+                             peak_chunk_sets(s.schedule, s.pp, s.microbatches, v, st, v - 1)};
+  return stage_memory_of(md, seq, s, p, sets, st);
+}
+
+/// Memory one device would need to train the model alone (tp = pp = dp = 1), with recompute `rc`.
+constexpr stage_memory single_device_memory(const model_desc& md, std::size_t seq, std::size_t micro,
+                                            recompute_kind rc = recompute_kind::none, const precision_desc& p = {}) noexcept {
+  strategy_desc s{};
+  s.micro = micro;
+  s.recompute = rc;
+  return peak_stage_memory(md, seq, s, p);
+}
+
+}  // namespace weft::planner

@@ -1,0 +1,156 @@
+#pragma once
+// ---- the job as values: a model's dimensions and parameter split, the batch, a strategy ----
+// The search and the explorer work on values, so that one constexpr code path serves
+// auto_strategy<Model, Batch, Cluster> (compile time, from weft model types) and
+// plan_cluster (run time, from command-line dimensions). describe<Model>() reads a weft
+// model type through model_partition, so the counts are the plan's; gpt_desc and
+// llama_desc state the same counts for the gpt<> and llama<> families from dimensions
+// (tests/planner/test_model_desc.cpp checks both against model_partition).
+#include "weft/parallel/memory_model.hpp"  // state_bytes, detail::kv_heads_of, detail::ffn_of, detail::dropout_mask_bytes_of
+#include "weft/parallel/partition.hpp"     // model_partition
+#include "weft/parallel/schedule.hpp"      // schedule_kind
+#include "weft/parallel/strategy.hpp"      // recompute_kind
+
+#include <cstddef>
+
+namespace weft::planner {
+
+using weft::recompute_kind;
+using weft::schedule_kind;
+using weft::stage_memory;
+
+/// Parameter elements of a part of the model by tensor-parallel role.
+struct param_count {
+  std::size_t replicated = 0;  ///< held whole by every tensor-parallel rank (norms, row biases, positions)
+  std::size_t sharded = 0;     ///< cut into tp shards (column, row, vocab)
+  constexpr std::size_t total() const noexcept { return replicated + sharded; }
+  /// Elements one of `tp` ranks holds (the cut axes divide evenly: the search only picks such tp).
+  constexpr std::size_t per_rank(std::size_t tp) const noexcept { return replicated + (sharded + tp - 1) / tp; }
+};
+
+/// A decoder-only transformer LM as values.
+struct model_desc {
+  std::size_t depth = 0, width = 0, heads = 0, kv_heads = 0, ffn = 0, vocab = 0, context = 0;
+  bool gated = false;          ///< SwiGLU MLP
+  std::size_t mask_bytes = 0;  ///< dropout mask bytes per element (0: no dropout, weft's layers)
+  param_count pre{}, block{}, post{};  ///< before the blocks, one block, after the blocks
+  std::size_t tied_table = 0;          ///< elements of the embedding table a tied head multiplies by
+  std::size_t lookup_params = 0;       ///< parameters only looked up (not multiplied)
+
+  constexpr std::size_t params() const noexcept { return pre.total() + depth * block.total() + post.total(); }
+  /// Parameter elements one tensor-parallel rank of stage `s` of `pp` holds (model_partition::stage_params).
+  constexpr std::size_t stage_params(std::size_t s, std::size_t pp, std::size_t tp) const noexcept {
+    std::size_t n = (depth / pp) * block.per_rank(tp);
+    if (s == 0) n += pre.per_rank(tp);
+    if (s + 1 == pp) n += post.per_rank(tp) + (pp > 1 ? (tied_table + tp - 1) / tp : 0);
+    return n;
+  }
+  /// Model FLOPs per token of stage `s` before tensor-parallel division (comm_volume's count:
+  /// 6 per multiplying parameter, 12·h·s per layer for attention).
+  constexpr double stage_flops_per_token(std::size_t s, std::size_t pp, std::size_t seq) const noexcept {
+    double f = static_cast<double>(depth / pp) * (6.0 * static_cast<double>(block.total()) + 12.0 * static_cast<double>(width * seq));
+    if (s == 0) f += 6.0 * static_cast<double>(pre.total() - lookup_params - tied_table);
+    if (s + 1 == pp) f += 6.0 * static_cast<double>(post.total() + tied_table);
+    return f;
+  }
+  /// Model FLOPs per token of the whole model (PaLM's count, plan::flops_per_token).
+  constexpr double flops_per_token(std::size_t seq) const noexcept {
+    return 6.0 * static_cast<double>(params() - lookup_params) + 12.0 * static_cast<double>(depth * width * seq);
+  }
+};
+
+/// gpt<gpt_config<...>>'s counts: learned positions, biases, GELU MLP, a head tied to wte.
+constexpr model_desc gpt_desc(std::size_t depth, std::size_t width, std::size_t heads, std::size_t vocab,
+                              std::size_t context, std::size_t ffn = 0, std::size_t mask_bytes = 0) noexcept {
+  model_desc m{};
+  if (ffn == 0) ffn = 4 * width;
+  m.depth = depth, m.width = width, m.heads = heads, m.kv_heads = heads, m.ffn = ffn, m.vocab = vocab, m.context = context;
+  m.mask_bytes = mask_bytes;
+  const std::size_t h = width;
+  m.pre = {context * h, vocab * h};  // positions whole on every rank; the token table vocab-parallel
+  // ln_1, ln_2 (2h each), the two row-parallel biases (h each) whole; qkv (h·3h + 3h), proj (h·h), fc (h·f + f), proj (f·h) cut.
+  m.block = {4 * h + 2 * h, 3 * h * h + 3 * h + h * h + h * ffn + ffn + ffn * h};
+  m.post = {2 * h, 0};
+  m.tied_table = vocab * h;
+  m.lookup_params = context * h;
+  return m;
+}
+
+/// llama<llama_config<...>>'s counts: RMSNorm, grouped-query attention without biases, SwiGLU, untied head.
+constexpr model_desc llama_desc(std::size_t depth, std::size_t width, std::size_t heads, std::size_t kv_heads,
+                                std::size_t vocab, std::size_t context, std::size_t ffn = 0) noexcept {
+  model_desc m{};
+  if (kv_heads == 0) kv_heads = heads;
+  if (ffn == 0) ffn = (8 * width / 3 + 63) / 64 * 64;
+  m.depth = depth, m.width = width, m.heads = heads, m.kv_heads = kv_heads, m.ffn = ffn, m.vocab = vocab, m.context = context;
+  m.gated = true;
+  const std::size_t h = width, kv = kv_heads * (width / heads);
+  m.pre = {0, vocab * h};
+  m.block = {2 * h, h * h + 2 * h * kv + h * h + 3 * h * ffn};
+  m.post = {h, vocab * h};
+  m.lookup_params = vocab * h;
+  return m;
+}
+
+/// The counts of a weft model type, through model_partition (so they are the plan's).
+template <class Model>
+constexpr model_desc describe() noexcept {
+  using part = model_partition<Model, 1>;
+  model_desc m{};
+  m.depth = Model::depth, m.width = Model::width, m.heads = Model::heads;
+  m.kv_heads = weft::detail::kv_heads_of<Model>(), m.ffn = weft::detail::ffn_of<Model>();
+  m.vocab = Model::vocab_size, m.context = Model::context_length;
+  m.gated = part::gated_mlp;
+  m.mask_bytes = weft::detail::dropout_mask_bytes_of<Model>();
+  m.pre = {part::pre.replicated, part::pre.sharded};
+  m.block = {part::block.replicated, part::block.sharded};
+  m.post = {part::post.replicated, part::post.sharded};
+  m.tied_table = part::tied_table;
+  m.lookup_params = Model::lookup_param_count;
+  return m;
+}
+
+/// The optimizer step's batch: `sequences` sequences of `seq` tokens over all data-parallel ranks.
+struct batch_desc {
+  std::size_t sequences = 0;  ///< global batch
+  std::size_t seq = 0;        ///< tokens per sequence
+  constexpr std::size_t tokens() const noexcept { return sequences * seq; }
+};
+
+/// The global batch as a type, for auto_strategy: global_batch<512, 2048>.
+template <std::size_t Sequences, std::size_t Seq>
+struct global_batch {
+  static constexpr batch_desc value{Sequences, Seq};
+};
+
+/// Element sizes of the training: bf16 with f32 master weights unless said otherwise.
+struct precision_desc {
+  state_bytes states{2, 2, 4, 8};  ///< ZeRO's 2 + 2 + K (K = 12)
+  std::size_t element_bytes = 2;   ///< activations
+  constexpr bool half() const noexcept { return element_bytes <= 2; }
+};
+constexpr precision_desc mixed_bf16() noexcept { return {}; }
+constexpr precision_desc full_f32() noexcept { return {{4, 4, 0, 8}, 4}; }
+
+/// A parallel strategy as values (the fields of strategy<...> that change cost).
+struct strategy_desc {
+  std::size_t tp = 1, pp = 1, dp = 1;
+  std::size_t zero = 0;
+  bool sequence_parallel = false;
+  schedule_kind schedule = schedule_kind::one_f_one_b;
+  std::size_t chunks = 1;        ///< V of interleaved<V>
+  std::size_t micro = 1;         ///< sequences per micro-batch (b)
+  std::size_t microbatches = 1;  ///< per step (M); with pp == 1, gradient accumulation
+  recompute_kind recompute = recompute_kind::none;
+  constexpr std::size_t gpus() const noexcept { return tp * pp * dp; }
+  friend constexpr bool operator==(const strategy_desc&, const strategy_desc&) = default;
+};
+
+constexpr const char* schedule_name(schedule_kind k) noexcept {
+  return k == schedule_kind::gpipe ? "gpipe" : k == schedule_kind::one_f_one_b ? "1f1b" : "interleaved";
+}
+constexpr const char* recompute_name(recompute_kind k) noexcept {
+  return k == recompute_kind::none ? "none" : k == recompute_kind::selective ? "selective" : "full";
+}
+
+}  // namespace weft::planner

@@ -1,0 +1,162 @@
+#pragma once
+// ---- the strategy search: every split of the cluster's GPUs, ranked by predicted step ----
+// A constexpr function over values, so that auto_strategy (compile time) and plan_cluster
+// (run time) run the same search. The space, for N = nodes · gpus_per_node GPUs:
+//   tp   powers of two up to gpus_per_node dividing heads, kv_heads, ffn and vocab
+//   pp   divisors of depth with tp·pp dividing N;  dp = N / (tp·pp)
+//   b    1, 2, 4, 8 (up to max_micro) with dp·b dividing the global batch; M = B / (dp·b)
+//   schedule  1F1B (M ≥ P), GPipe, interleaved<V> for V = 2..max_chunks dividing depth/P
+//             (P ≥ 2, M % P == 0, as Megatron-LM and weft's pipeline<> require)
+//   zero 0..3 (0 alone when dp = 1);  sequence parallelism with tp > 1;
+//   recompute none, selective, full
+// Each candidate's peak stage is priced first; those that fit the usable memory are timed by
+// estimate_step and ranked. Recompute policies are tried lightest first: once one fits, the
+// heavier ones (same memory elsewhere, more time) are dominated and skipped. The schedule's activation sets (a walk of M·V steps) are computed
+// once per (P, M, V, schedule) and shared by the 24 strategies that differ only otherwise.
+#include "weft/planner/cluster.hpp"      // cluster
+#include "weft/planner/memory_cost.hpp"  // sets_in_flight
+#include "weft/planner/model_desc.hpp"   // model_desc, batch_desc, strategy_desc
+#include "weft/planner/step_cost.hpp"    // estimate_step, job_options
+
+#include <array>
+#include <cstddef>
+
+namespace weft::planner {
+
+/// Limits of the search; a non-zero `fixed_*` pins that choice.
+struct search_options {
+  job_options job{};
+  std::size_t max_micro = 8;
+  std::size_t max_chunks = 8;
+  bool allow_gpipe = true;
+  bool allow_interleaved = true;
+  std::size_t max_zero = 3;
+  bool allow_sequence_parallel = true;
+  std::size_t fixed_tp = 0, fixed_pp = 0, fixed_micro = 0;
+  bool fix_recompute = false;
+  recompute_kind recompute = recompute_kind::none;  ///< when fix_recompute
+  bool fix_zero = false;
+  std::size_t zero = 0;                             ///< when fix_zero
+  bool fix_schedule = false;
+  schedule_kind schedule = schedule_kind::one_f_one_b;  ///< when fix_schedule
+  std::size_t fixed_chunks = 0;                     ///< V of interleaved, when non-zero
+  bool fix_sequence_parallel = false;
+  bool sequence_parallel = false;                   ///< when fix_sequence_parallel
+  std::size_t fixed_dp = 0;
+};
+
+/// A priced strategy.
+struct candidate {
+  strategy_desc strategy{};
+  step_cost cost{};
+};
+
+/// The ranked result; K the number kept.
+template <std::size_t K = 8>
+struct search_result {
+  std::array<candidate, K> ranked{};  ///< fastest first
+  std::size_t count = 0;              ///< entries of `ranked` in use
+  std::size_t layouts = 0;            ///< (tp, pp, dp, b) splits that divide model and batch
+  std::size_t evaluated = 0;          ///< strategies priced
+  std::size_t feasible = 0;           ///< of which fit in memory
+  double leanest_bytes = 0;           ///< the least peak memory per rank among all strategies
+  double memory_limit = 0;            ///< usable bytes per GPU
+  constexpr bool found() const noexcept { return count > 0; }
+  constexpr const candidate& best() const noexcept { return ranked[0]; }
+};
+
+namespace detail {
+
+template <std::size_t K>
+constexpr void keep(search_result<K>& r, const candidate& c) noexcept {
+  if constexpr (K == 1) {
+    if (r.count == 0 || c.cost.step_seconds < r.ranked[0].cost.step_seconds) r.ranked[0] = c, r.count = 1;
+  } else {
+    std::size_t i = r.count < K ? r.count : K;
+    if (i == K && !(c.cost.step_seconds < r.ranked[K - 1].cost.step_seconds)) return;
+    if (i == K) --i;
+    while (i > 0 && i < K && c.cost.step_seconds < r.ranked[i - 1].cost.step_seconds) {
+      r.ranked[i] = r.ranked[i - 1];
+      --i;
+    }
+    r.ranked[i] = c;
+    if (r.count < K) ++r.count;
+  }
+}
+
+}  // namespace detail
+
+/// Whether `tp` can cut `md` (heads, kv_heads, ffn, vocab divisible) and `pp`·`chunks` its depth.
+constexpr bool split_divides(const model_desc& md, std::size_t tp, std::size_t pp, std::size_t chunks = 1) noexcept {
+  return md.heads % tp == 0 && md.kv_heads % tp == 0 && md.ffn % tp == 0 && md.vocab % tp == 0 && md.depth % (pp * chunks) == 0;
+}
+
+/// Prices every strategy of the space on all of `c`'s GPUs; keeps the K fastest that fit.
+template <std::size_t K = 8>
+constexpr search_result<K> search(const model_desc& md, const batch_desc& batch, const cluster& c,
+                                  const search_options& o = {}) noexcept {
+  search_result<K> r{};
+  r.memory_limit = c.memory_bytes * c.usable_memory_fraction;
+  r.leanest_bytes = -1;
+  const std::size_t n = c.gpus();
+  constexpr recompute_kind rcs[] = {recompute_kind::none, recompute_kind::selective, recompute_kind::full};
+  for (std::size_t tp = 1; tp <= c.gpus_per_node && tp <= n; tp *= 2) {
+    if (o.fixed_tp != 0 && tp != o.fixed_tp) continue;
+    if (!split_divides(md, tp, 1)) continue;
+    for (std::size_t pp = 1; pp <= md.depth; ++pp) {
+      if (o.fixed_pp != 0 && pp != o.fixed_pp) continue;
+      if (md.depth % pp != 0 || n % (tp * pp) != 0) continue;
+      const std::size_t dp = n / (tp * pp);
+      if (o.fixed_dp != 0 && dp != o.fixed_dp) continue;
+      for (std::size_t b = 1; b <= o.max_micro; b *= 2) {
+        if (o.fixed_micro != 0 && b != o.fixed_micro) continue;
+        if (batch.sequences % (dp * b) != 0) continue;
+        const std::size_t m = batch.sequences / (dp * b);
+        ++r.layouts;
+        // schedules: index 0 = 1F1B, 1 = GPipe, 2.. = interleaved<V>
+        for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
+          strategy_desc s{};
+          s.tp = tp, s.pp = pp, s.dp = dp, s.micro = b, s.microbatches = m;
+          if (si == 0) {
+            if (m < pp) continue;
+            s.schedule = schedule_kind::one_f_one_b;
+          } else if (si == 1) {
+            if (!o.allow_gpipe || pp == 1) continue;
+            s.schedule = schedule_kind::gpipe;
+          } else {
+            const std::size_t v = si;  // 2..max_chunks
+            if (!o.allow_interleaved || pp < 2 || m % pp != 0 || md.depth % (pp * v) != 0) continue;
+            s.schedule = schedule_kind::interleaved, s.chunks = v;
+          }
+          if (o.fix_schedule && (s.schedule != o.schedule || (pp == 1 && o.schedule != schedule_kind::one_f_one_b))) continue;
+          if (o.fixed_chunks != 0 && s.schedule == schedule_kind::interleaved && s.chunks != o.fixed_chunks) continue;
+          const activation_sets sets = sets_in_flight(s);
+          for (std::size_t z = 0; z <= (dp > 1 ? o.max_zero : 0); ++z) {
+            if (o.fix_zero && z != o.zero) continue;
+            for (int sp = 0; sp <= (tp > 1 && o.allow_sequence_parallel && batch.seq % tp == 0 ? 1 : 0); ++sp) {
+              for (recompute_kind rc : rcs) {
+                if (o.fix_recompute && rc != o.recompute) continue;
+                if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
+                s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc;
+                // Memory first (cheap); the time only of what fits.
+                const double bytes = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
+                ++r.evaluated;
+                if (r.leanest_bytes < 0 || bytes < r.leanest_bytes) r.leanest_bytes = bytes;
+                if (bytes > r.memory_limit) continue;
+                ++r.feasible;
+                detail::keep(r, candidate{s, estimate_step(md, batch.seq, s, c, o.job, sets)});
+                // More recomputation only adds time (compute, and tensor-parallel traffic with
+                // full): once a policy fits, the heavier ones are dominated.
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (r.leanest_bytes < 0) r.leanest_bytes = 0;
+  return r;
+}
+
+}  // namespace weft::planner

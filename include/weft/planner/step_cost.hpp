@@ -1,0 +1,210 @@
+#pragma once
+// ---- the time of one optimizer step, broken down by bottleneck ----
+// One rank of the first pipeline stage (it holds the embeddings, the most activation sets
+// and starts and ends the schedule), M micro-batches of b sequences of s tokens:
+//
+//   t_mb      = Σ_layers [ GEMMs fwd + 2·fwd (bwd) at gemm_efficiency(shape) · peak
+//                         + elementwise bytes / memory bandwidth ]         (compute)
+//   t_rc      = the recomputed forward: all of it (full), the attention core (selective)
+//   t_tp      = 4 all-reduces of (s, b, h) per layer (6 with full recompute; with sequence
+//               parallelism a reduce-scatter + all-gather each) on the tp axis's link
+//   bubble    = (P − 1)/V · (t_mb + t_rc + t_tp)            (1F1B, interleaved; GPipe V = 1)
+//   p2p       = 2·(M·V + P − 1) messages of (s, b, h)(/t with sp) on the pp axis's link
+//   dp        = the ZeRO stage's collectives on the dp axis's link, minus what hides behind
+//               compute: bucketed gradient reduction during the last micro-batch's backward
+//               (every micro-batch's with ZeRO-2); ZeRO-3's prefetched gathers and its
+//               reduce-scatters together behind all of the step's compute; the all-gather of
+//               updated parameters (ZeRO-1/2) after the optimizer stays exposed
+//   optimizer = the AdamW pass over the rank's owned states, memory-bound
+//   overhead  = data loading, launches, logging (the cluster's step_overhead_seconds)
+//   step      = M·(t_mb + t_rc + t_tp) + bubble + p2p + dp_exposed + optimizer + overhead
+//
+// The GEMM shapes per layer and micro-batch (m = b·s tokens, t = tp, d = h/heads):
+//   QKV (m, (h + 2·kv·d)/t, h), scores b·a/t × (s, s, d), context b·a/t × (s, d, s),
+//   projection (m, h, h/t), MLP up (m, f/t (2f/t gated), h), down (m, h, f/t).
+// Elementwise traffic per layer forward (read + write, e bytes each): norms, residuals and
+// dropouts 12·h per token (÷t with sp), the MLP activation 4·f/t (6 gated), and, without a
+// fused (flash) attention kernel, the softmax 4·s·a/t per token. Backward moves twice that.
+#include "weft/planner/cluster.hpp"          // cluster
+#include "weft/planner/collective_cost.hpp"  // axis_link, all_reduce_seconds, ...
+#include "weft/planner/gemm_efficiency.hpp"  // gemm_seconds, gemm_curve
+#include "weft/planner/memory_cost.hpp"      // peak_stage_memory, activation_sets
+#include "weft/planner/model_desc.hpp"       // model_desc, strategy_desc, precision_desc
+
+#include <array>
+#include <cstddef>
+
+namespace weft::planner {
+
+/// How the job runs, besides the strategy.
+struct job_options {
+  precision_desc precision{};
+  bool fused_attention = true;      ///< flash-style attention: no (s, s) scores in memory traffic
+  bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlaps backward (DDP, Megatron-Core)
+};
+
+/// The parts of a step.
+enum class cost_part : unsigned char { compute, recompute, tensor_parallel, bubble, pipeline_p2p, data_parallel, optimizer, overhead };
+inline constexpr std::size_t cost_parts = 8;
+constexpr const char* cost_part_name(cost_part p) noexcept {
+  constexpr const char* names[] = {"compute", "recompute", "tensor-parallel comm", "pipeline bubble",
+                                   "pipeline p2p", "data-parallel comm (exposed)", "optimizer", "data loading and overhead"};
+  return names[static_cast<std::size_t>(p)];
+}
+
+/// One line of the breakdown.
+struct cost_item {
+  cost_part part = cost_part::compute;
+  double seconds = 0;
+  link_kind on = link_kind::none;  ///< the link, for communication
+};
+
+/// The predicted step of one strategy.
+struct step_cost {
+  std::array<cost_item, cost_parts> items{};
+  double step_seconds = 0;
+  double dp_hidden_seconds = 0;  ///< data-parallel communication hidden behind backward
+  double model_flops = 0;        ///< per step, all ranks (PaLM's count)
+  double hardware_flops = 0;     ///< model_flops plus recomputation
+  stage_memory memory{};         ///< the peak stage, per rank
+  double memory_limit = 0;       ///< bytes per rank the plan may use
+  bool fits = false;
+  constexpr double seconds(cost_part p) const noexcept { return items[static_cast<std::size_t>(p)].seconds; }
+};
+
+namespace detail {
+
+// Seconds of the GEMMs of one layer's forward for one micro-batch on one tensor-parallel rank;
+// `attention_only`: the scores and context products alone (what selective recompute repeats).
+constexpr double layer_forward_gemm_seconds(const model_desc& md, std::size_t seq, const strategy_desc& s, double peak,
+                                            const gemm_curve& c, bool attention_only) noexcept {
+  const double t = static_cast<double>(s.tp), h = static_cast<double>(md.width), sq = static_cast<double>(seq);
+  const double m = static_cast<double>(s.micro) * sq, d = h / static_cast<double>(md.heads);
+  const double heads_rank = static_cast<double>(md.heads) / t;
+  const double batched = static_cast<double>(s.micro) * heads_rank;
+  double sec = gemm_seconds(sq, sq, d, peak, c, batched) + gemm_seconds(sq, d, sq, peak, c, batched);
+  if (attention_only) return sec;
+  const double kv = static_cast<double>(md.kv_heads) * d, f = static_cast<double>(md.ffn);
+  sec += gemm_seconds(m, (h + 2 * kv) / t, h, peak, c);
+  sec += gemm_seconds(m, h, h / t, peak, c);
+  sec += gemm_seconds(m, (md.gated ? 2 : 1) * f / t, h, peak, c);
+  sec += gemm_seconds(m, h, f / t, peak, c);
+  return sec;
+}
+
+// Bytes of elementwise traffic of one layer's forward (see the top of the file).
+constexpr double layer_forward_elementwise_bytes(const model_desc& md, std::size_t seq, const strategy_desc& s,
+                                                 const job_options& o, bool attention_only) noexcept {
+  const double t = static_cast<double>(s.tp), h = static_cast<double>(md.width), e = static_cast<double>(o.precision.element_bytes);
+  const double m = static_cast<double>(s.micro * seq);
+  const double softmax = o.fused_attention ? 0 : 4.0 * m * static_cast<double>(seq) * static_cast<double>(md.heads) / t * e;
+  if (attention_only) return softmax;
+  const double whole = 12.0 * h * e * (s.sequence_parallel ? m / t : m);
+  const double inner = (md.gated ? 6.0 : 4.0) * m * static_cast<double>(md.ffn) / t * e;
+  return whole + inner + softmax;
+}
+
+constexpr double max0(double x) noexcept { return x > 0 ? x : 0; }
+
+}  // namespace detail
+
+/// The predicted step of strategy `s` for `md` at sequence length `seq` on cluster `c`
+/// (`sets`: the schedule's activation sets, sets_in_flight(s)).
+constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const strategy_desc& s, const cluster& c,
+                                  const job_options& o, const activation_sets& sets) noexcept {
+  step_cost r{};
+  const precision_desc& p = o.precision;
+  r.memory = peak_stage_memory(md, seq, s, p, sets);
+  r.memory_limit = c.memory_bytes * c.usable_memory_fraction;
+  r.fits = static_cast<double>(r.memory.total()) <= r.memory_limit;
+
+  const bool half = p.half() && !c.cpu;
+  const double peak = half ? c.peak_flops_16 : c.peak_flops_32;
+  const gemm_curve curve = c.cpu ? cpu_gemm_curve() : gpu_gemm_curve();
+  const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
+  const double layers = static_cast<double>(md.depth / s.pp);
+  const double M = static_cast<double>(s.microbatches), P = static_cast<double>(s.pp), V = static_cast<double>(v);
+  const double e = static_cast<double>(p.element_bytes);
+  const double h = static_cast<double>(md.width), sq = static_cast<double>(seq), b = static_cast<double>(s.micro);
+  const double t = static_cast<double>(s.tp);
+
+  // ---- compute per micro-batch (fwd + bwd = 3 × fwd), and its recomputation ----
+  const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false) +
+                     detail::layer_forward_elementwise_bytes(md, seq, s, o, false) / c.memory_bandwidth;
+  const double attn = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true) +
+                      detail::layer_forward_elementwise_bytes(md, seq, s, o, true) / c.memory_bandwidth;
+  // The embedding is a look-up; the head's GEMM (m, vocab/t, h), forward and backward, runs on
+  // the last stage, which it makes the slowest: the pipeline moves at that stage's pace.
+  const double head = 3 * gemm_seconds(b * sq, static_cast<double>(md.vocab) / t, h, peak, curve);
+  const double t_mb = 3 * fwd * layers + head;
+  const double t_rc = (s.recompute == recompute_kind::full ? fwd : s.recompute == recompute_kind::selective ? attn : 0) * layers;
+
+  // ---- tensor parallelism ----
+  const link_spec tl = axis_link(c, s.tp, 1);
+  const double act = sq * b * h * e;  // (s, b, h)
+  const double per_ar = s.sequence_parallel ? 2 * reduce_scatter_seconds(act, s.tp, tl) : all_reduce_seconds(act, s.tp, tl);
+  const double t_tp = (s.recompute == recompute_kind::full ? 6 : 4) * per_ar * layers;
+
+  // ---- pipeline ----
+  const double per_mb = t_mb + t_rc + t_tp;
+  const double bubble = (P - 1) / V * per_mb;
+  const link_spec pl = axis_link(c, s.pp, s.tp * s.dp);
+  const double p2p = s.pp > 1 ? 2 * (M * V + P - 1) * p2p_seconds(s.sequence_parallel ? act / t : act, pl) : 0;
+
+  // ---- data parallelism, and what hides behind backward ----
+  const link_spec dl = axis_link(c, s.dp, s.tp);
+  const double psi = static_cast<double>(md.stage_params(0, s.pp, s.tp));
+  const double gb = psi * static_cast<double>(p.states.grads), pb = psi * static_cast<double>(p.states.params);
+  double grad = 0, param = 0, window = 0;  // `window`: compute the gradient (and, ZeRO-3, gather) traffic may hide behind
+  const double bwd_last = 2 * fwd * layers / V;  // the last micro-batch's backward through the stage's last chunk
+  switch (s.zero) {
+    case 0: grad = all_reduce_seconds(gb, s.dp, dl), window = bwd_last; break;
+    case 1: grad = reduce_scatter_seconds(gb, s.dp, dl), param = all_gather_seconds(pb, s.dp, dl), window = bwd_last; break;
+    case 2:  // a reduce-scatter after every micro-batch's backward, behind the next one's
+      grad = M * reduce_scatter_seconds(gb, s.dp, dl), param = all_gather_seconds(pb, s.dp, dl), window = M * 2 * fwd * layers;
+      break;
+    default:  // gathers for forward and backward prefetched, reduce-scatters behind backward: all compute
+      grad = M * reduce_scatter_seconds(gb, s.dp, dl) + M * 2 * all_gather_seconds(pb, s.dp, dl), window = M * 3 * fwd * layers;
+      break;
+  }
+  if (!o.overlap_grad_reduce) window = 0;
+  // The updated parameters' all-gather (ZeRO-1/2) follows the optimizer: exposed.
+  const double dp_exposed = detail::max0(grad - window) + param;
+  r.dp_hidden_seconds = grad + param - dp_exposed;
+
+  // ---- optimizer: read the gradient, read and write master and moments, write the parameter ----
+  const double owned = s.zero >= 1 && s.dp > 1 ? (psi + static_cast<double>(s.dp) - 1) / static_cast<double>(s.dp) : psi;
+  const double opt_bytes = owned * static_cast<double>(p.states.grads + 2 * p.states.master + 2 * p.states.moments + p.states.params);
+  const double optimizer = opt_bytes / c.memory_bandwidth;
+
+  r.items = {cost_item{cost_part::compute, M * t_mb},
+             cost_item{cost_part::recompute, M * t_rc},
+             cost_item{cost_part::tensor_parallel, M * t_tp, tl.kind},
+             cost_item{cost_part::bubble, bubble},
+             cost_item{cost_part::pipeline_p2p, p2p, pl.kind},
+             cost_item{cost_part::data_parallel, dp_exposed, dl.kind},
+             cost_item{cost_part::optimizer, optimizer},
+             cost_item{cost_part::overhead, c.step_overhead_seconds}};
+  // Ranks oversubscribing shared cores run in turns: the work slows by ranks / cores, and a
+  // rank idle in the bubble yields its core to a busy one (the bubble costs nothing).
+  if (c.shared_cores > 0 && s.gpus() > c.shared_cores) {
+    for (cost_item& i : r.items) i.seconds *= static_cast<double>(s.gpus()) / static_cast<double>(c.shared_cores);
+    r.items[static_cast<std::size_t>(cost_part::bubble)].seconds = 0;
+  }
+  for (const cost_item& i : r.items) r.step_seconds += i.seconds;
+
+  const double tokens = static_cast<double>(s.dp * s.microbatches * s.micro * seq);
+  r.model_flops = md.flops_per_token(seq) * tokens;
+  const double rc_per_token = s.recompute == recompute_kind::full
+                                  ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total()) + 4 * h * sq)
+                                  : s.recompute == recompute_kind::selective ? static_cast<double>(md.depth) * 4 * h * sq : 0;
+  r.hardware_flops = r.model_flops + rc_per_token * tokens;
+  return r;
+}
+
+constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const strategy_desc& s, const cluster& c,
+                                  const job_options& o = {}) noexcept {
+  return estimate_step(md, seq, s, c, o, sets_in_flight(s));
+}
+
+}  // namespace weft::planner

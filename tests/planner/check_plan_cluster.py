@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Runs plan_cluster with the given arguments and checks its exit status and output.
+   check_plan_cluster.py MODE EXE ARGS...
+MODE text: rc 0 and the report's sections; json: rc 0 and the JSON fields, consistent;
+html: rc 0 and the HTML file has its four SVG charts; bad: rc != 0 and one line on stderr."""
+import json, os, re, subprocess, sys, tempfile
+import xml.etree.ElementTree as ET
+
+mode, exe, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+fail = []
+def need(cond, what):
+    if not cond:
+        fail.append(what)
+
+if mode == "html":
+    fd, path = tempfile.mkstemp(suffix=".html"); os.close(fd)
+    args = args + ["--html", path]
+p = subprocess.run([exe] + args, capture_output=True, text=True, timeout=300)
+if mode == "bad":
+    need(p.returncode != 0, "a bad input must exit non-zero")
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    need(len(lines) == 1 and lines[0].startswith("plan_cluster: "), f"one 'plan_cluster: ...' line on stderr, got {p.stderr!r}")
+else:
+    need(p.returncode == 0, f"exit status {p.returncode}: {p.stderr.strip()}")
+if mode == "text" and p.returncode == 0:
+    for section in ["== one GPU alone", "== strategy on", "by bottleneck", "tokens/s, MFU", "Young/Daly", "== scaling out",
+                    "== one monolithic machine", "verdict:"]:
+        need(section in p.stdout, f"text output lacks '{section}'")
+if mode == "json" and p.returncode == 0:
+    try:
+        j = json.loads(p.stdout)
+    except ValueError as e:
+        j = None; fail.append(f"not one JSON object: {e}")
+    if j is not None:
+        for k in ["tp", "pp", "dp", "zero", "schedule", "microbatches", "recompute", "sequence_parallel", "memory_per_gpu_bytes",
+                  "step_seconds", "mfu", "tokens_per_second", "days_to_train", "gpu_hours", "cost_usd", "expected_interruptions",
+                  "checkpoint_interval_minutes", "breakdown", "alternatives"]:
+            need(k in j and j[k] is not None, f"JSON lacks {k}")
+        if not fail:
+            gpus = j["cluster"]["gpus"]
+            need(j["tp"] * j["pp"] * j["dp"] == gpus, "tp*pp*dp is not the GPU count")
+            need(j["dp"] * j["micro_batch"] * j["microbatches"] == j["batch"]["sequences"], "the batch is not covered")
+            need(0 < j["memory_per_gpu_bytes"] <= j["cluster"]["usable_bytes"], "memory per GPU is over the usable memory")
+            need(abs(sum(b["seconds"] for b in j["breakdown"]) - j["step_seconds"]) <= 1e-6 * j["step_seconds"] + 1e-9,
+                 "the breakdown does not add up to the step")
+            need(0 < j["mfu"] < 1, "MFU out of (0, 1)")
+            tps = j["batch"]["sequences"] * j["batch"]["seq"] / j["step_seconds"]
+            need(abs(tps - j["tokens_per_second"]) <= 1e-3 * tps, "tokens/s is not batch tokens / step")
+            need(j["days_to_train"] * 86400 >= j["tokens"] / j["tokens_per_second"] * 0.999, "wall time shorter than compute")
+            need(abs(j["gpu_hours"] - gpus * j["days_to_train"] * 24) <= 1e-3 * j["gpu_hours"], "GPU-hours != GPUs x wall")
+            need(all(a["step_seconds"] >= j["step_seconds"] for a in j["alternatives"]), "an alternative is faster than the choice")
+            need(j["checkpoint_interval_minutes"] > 0, "no checkpoint interval")
+            need(len(j["scaling"]) >= 1, "no scaling rows")
+if mode == "html" and p.returncode == 0:
+    html = open(path).read()
+    os.remove(path)
+    need(html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>"), "not a whole HTML document")
+    need(html.count("<svg") >= 4, f"{html.count('<svg')} SVG charts, want 4")
+    for chart in ["memory-chart", "breakdown-chart", "scaling-chart", "pipeline-chart"]:
+        need(f'id="{chart}"' in html, f"no {chart}")
+    need(html.count('class="mem"') >= 4, "memory bars missing")
+    need(html.count('class="part"') == 8, "breakdown parts missing")
+    need('class="fwd"' in html and 'class="bwd"' in html, "pipeline timeline without forward/backward boxes")
+    need('class="point"' in html, "scaling curve without points")
+    for svg in re.findall(r"<svg.*?</svg>", html, re.S):
+        try:
+            ET.fromstring(svg)
+        except ET.ParseError as e:
+            fail.append(f"an SVG chart is not well-formed XML: {e}")
+    need("<script" not in html and "http://" not in html.replace("http://www.w3.org/2000/svg", ""), "not self-contained")
+for f in fail:
+    print("FAIL:", f)
+if fail:
+    print(p.stdout[-2000:]); print(p.stderr[-2000:])
+sys.exit(1 if fail else 0)

@@ -1,0 +1,45 @@
+# plan_cluster runs as tests: exit status and output checked by check_plan_cluster.py
+# (text sections; JSON fields and their consistency; the HTML report's SVG charts; bad input).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
+  set(_check ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py)
+  set(_exe $<TARGET_FILE:plan_cluster>)
+  add_test(NAME planner.plan_cluster.llama70b_text
+           COMMAND ${Python3_EXECUTABLE} ${_check} text ${_exe} --model llama2-70b --cluster h100-sxm --nodes 8
+                   --global-batch 1024 --seq 4096 --tokens 2e12)
+  add_test(NAME planner.plan_cluster.gpt_json
+           COMMAND ${Python3_EXECUTABLE} ${_check} json ${_exe} --layers 24 --width 2048 --heads 16 --vocab 50304 --seq 2048
+                   --global-batch 256 --tokens 3e10 --cluster a100-80gb --nodes 2 --json)
+  add_test(NAME planner.plan_cluster.fixed_json
+           COMMAND ${Python3_EXECUTABLE} ${_check} json ${_exe} --model llama3-8b --seq 4096 --global-batch 512 --cluster h200
+                   --nodes 4 --tp 4 --pp 2 --dp 4 --zero 1 --schedule interleaved --interleave 2 --sp --recompute selective --json)
+  add_test(NAME planner.plan_cluster.gpt3_html
+           COMMAND ${Python3_EXECUTABLE} ${_check} html ${_exe} --model gpt3-175b --cluster a100-80gb --nodes 128
+                   --global-batch 1536 --seq 2048 --tokens 3e11 --max-nodes 256)
+  add_test(NAME planner.plan_cluster.cpu_html
+           COMMAND ${Python3_EXECUTABLE} ${_check} html ${_exe} --layers 4 --width 128 --heads 4 --vocab 256 --seq 64
+                   --global-batch 16 --cluster cpu-mpi --nodes 1 --tokens 1e7 --pp 2 --schedule 1f1b)
+  add_test(NAME planner.plan_cluster.bad_option COMMAND ${Python3_EXECUTABLE} ${_check} bad ${_exe} --layers 4 --bogus 1)
+  add_test(NAME planner.plan_cluster.bad_number COMMAND ${Python3_EXECUTABLE} ${_check} bad ${_exe} --model gpt2-small --nodes two)
+  add_test(NAME planner.plan_cluster.bad_split
+           COMMAND ${Python3_EXECUTABLE} ${_check} bad ${_exe} --model gpt2-small --cluster a100-80gb --tp 2 --pp 2 --dp 4)
+  set_tests_properties(planner.plan_cluster.llama70b_text planner.plan_cluster.gpt_json planner.plan_cluster.fixed_json
+                       planner.plan_cluster.gpt3_html planner.plan_cluster.cpu_html planner.plan_cluster.bad_option
+                       planner.plan_cluster.bad_number planner.plan_cluster.bad_split
+                       PROPERTIES LABELS planner TIMEOUT 120)
+endif()
+
+# The compile-time search over a realistic space compiles in under 60 s (benchmarks/planner).
+add_test(NAME planner.auto_strategy_compile_time
+         COMMAND bash ${PROJECT_SOURCE_DIR}/benchmarks/planner/bench_auto_strategy.sh ${CMAKE_CXX_COMPILER}
+                 ${CMAKE_CURRENT_BINARY_DIR} 60)
+set_tests_properties(planner.auto_strategy_compile_time PROPERTIES LABELS "planner;bench" TIMEOUT 180)
+
+# two clusters joined by a slow link: the text report still complete
+if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
+  add_test(NAME planner.plan_cluster.islands_text
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py text $<TARGET_FILE:plan_cluster>
+                   --model llama2-70b --cluster h100-sxm --nodes 16 --islands 2 --island-gbps 1.25 --global-batch 1024
+                   --seq 4096 --tokens 2e12 --max-nodes 16)
+  set_tests_properties(planner.plan_cluster.islands_text PROPERTIES LABELS planner TIMEOUT 120)
+endif()
