@@ -34,12 +34,14 @@ train_options options() {
 template <class Plan>
 std::vector<double> losses_through_entry_point(std::size_t steps) {
   const text_corpus corpus = make_corpus();
-  batch_sampler<Plan::B, Plan::S> sampler(token_view(corpus), 7);
-  single_world world;
+  // example-begin entry-point
+  batch_sampler<Plan::B, Plan::S> sampler(token_view(corpus), /*seed=*/7);
+  single_world world;                                   // or mpi::world(argc, argv) under mpirun
   auto step = make_training_step<Plan>(world, options());
-  static_assert(batch_source<decltype(sampler), Plan::B * Plan::S>);
   std::vector<double> out;
   for (std::size_t s = 0; s < steps; ++s) out.push_back(step(sampler).loss);  // a batch source, directly
+  // example-end entry-point
+  static_assert(batch_source<decltype(sampler), Plan::B * Plan::S>);
   return out;
 }
 }  // namespace
