@@ -285,6 +285,9 @@ int train(const options& o) {
                 generate<Plan>(step, o.sample_chars, o.seed, "The ").c_str());
   }
   std::printf("final validation loss %.4f nats/byte after %zu steps\n", val_loss, step.step_count());
+  if (o.expect_val_loss > 0)  // the margin is printed, so a goal that stops being met shows early
+    std::printf("loss goal: validation loss %.4f, goal %.4f, margin %.4f (%s)\n", val_loss, o.expect_val_loss,
+                o.expect_val_loss - val_loss, val_loss <= o.expect_val_loss ? "met" : "MISSED");
   if (o.expect_val_loss > 0 && !(val_loss <= o.expect_val_loss)) {
     std::fprintf(stderr, "train_gpt: validation loss %.4f is above the expected %.4f\n", val_loss, o.expect_val_loss);
     return 3;

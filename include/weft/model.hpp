@@ -1,20 +1,24 @@
 #pragma once
 // weft/model: layers as types and the models composed from them.
 #include "weft/model/attention.hpp"             // attention
+#include "weft/model/bias_free_layernorm.hpp"   // bias_free_layernorm
 #include "weft/model/block.hpp"                 // block
 #include "weft/model/causal_attention.hpp"      // causal_attention
 #include "weft/model/gelu.hpp"                  // gelu
 #include "weft/model/gpt.hpp"                   // gpt, gpt_config
 #include "weft/model/hyper.hpp"                 // vocab, context, width, heads, kv_heads, depth, ffn
 #include "weft/model/layer.hpp"                 // layer, frame, param_info
+#include "weft/model/layer_check.hpp"           // layer_check, checked_layer_t
 #include "weft/model/layernorm.hpp"             // layernorm
 #include "weft/model/linear.hpp"                // linear
 #include "weft/model/llama.hpp"                 // llama, llama_config
 #include "weft/model/lm_head.hpp"               // lm_head, tied, untied
 #include "weft/model/mlp.hpp"                   // gelu_mlp, swiglu_mlp
 #include "weft/model/named.hpp"                 // named
+#include "weft/model/parallel_branches.hpp"     // branch_sum, parallel_branches, parallel_block
 #include "weft/model/param.hpp"                 // param, param_list, role, init
 #include "weft/model/positional_embedding.hpp"  // positional_embedding
+#include "weft/model/qk_norm.hpp"               // qk_norm, qk_norm_attention
 #include "weft/model/recompute.hpp"             // recomputed, selective_attention, recompute_model
 #include "weft/model/repeat.hpp"                // repeat
 #include "weft/model/residual.hpp"              // residual

@@ -3,5 +3,5 @@
 #include "weft/ops/matmul.hpp"
 
 void f(float* out, const float* inp, const float* w) {
-  weft::ops::matmul_forward<std::size_t{1} << 31, 4, 4>(out, inp, w, nullptr);
+  weft::ops::matmul_forward<std::size_t{1} << 31, 4, 4>(weft::host_context{}, out, inp, w, nullptr);
 }

@@ -56,6 +56,23 @@ template <class Schedule, std::size_t Zero = 0>
 using tp_pp_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
                          pipeline<"pp", Schedule, microbatches<4>>, data_parallel<"dp", zero<Zero>>>;
 
+// With recompute<> in the strategy: the same parts, activations recomputed in backward.
+template <class Policy, std::size_t TP, bool SP>
+using tp_rc_s = std::conditional_t<SP,
+                                   strategy<mesh<axis<"dp">, axis<"tp", TP>>, tensor_parallel<"tp", sequence_parallel>,
+                                            data_parallel<"dp", zero<1>>, recompute<Policy>>,
+                                   strategy<mesh<axis<"dp">, axis<"tp", TP>>, tensor_parallel<"tp">, recompute<Policy>>>;
+template <class Policy, class Schedule>
+using pp_rc_s = strategy<mesh<axis<"dp">, axis<"pp", 2>>, pipeline<"pp", Schedule, microbatches<4>>, recompute<Policy>>;
+template <class Policy>
+using tp_pp_rc_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
+                            pipeline<"pp", one_f_one_b, microbatches<4>>, recompute<Policy>>;
+
+// Sequence parallelism inside a pipeline: each tp rank's stages see its slice of the sequence.
+template <class Schedule, class... Extra>
+using tp_sp_pp_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp", sequence_parallel>,
+                            pipeline<"pp", Schedule, microbatches<4>>, data_parallel<"dp", zero<1>>, Extra...>;
+
 template <class Model, class T, class Strategy>
 void run(mpi_communicator& world, const std::string& name, std::size_t steps, double tol) {
   using P = plan_of<Model, T, Strategy>;
@@ -119,6 +136,7 @@ bool dispatch_core(mpi_communicator& world, std::string_view p, std::size_t step
   else if (p == "tp2-sp") run<Model<4>, T, tp_s<2, true, 1>>(world, n, steps, tol);
   else if (p == "pp2-interleaved") run<Model<4>, T, pp_s<2, interleaved<2>, 4>>(world, n, steps, tol);
   else if (p == "tp2-pp2") run<Model<4>, T, tp_pp_s<one_f_one_b, 1>>(world, n, steps, tol);
+  else if (p == "tp2-sp-pp2") run<Model<4>, T, tp_sp_pp_s<one_f_one_b>>(world, n, steps, tol);
   else return false;
   return true;
 }
@@ -137,14 +155,23 @@ bool dispatch_all(mpi_communicator& world, std::string_view p, std::size_t steps
   else if (p == "pp4-1f1b") run<Model<4>, T, pp_s<4, one_f_one_b, 4>>(world, n, steps, tol);
   else if (p == "pp4-interleaved3") run<Model<12>, T, pp_s<4, interleaved<3>, 8>>(world, n, steps, tol);
   else if (p == "tp2-pp2-gpipe-zero2") run<Model<4>, T, tp_pp_s<gpipe, 2>>(world, n, steps, tol);
+  else if (p == "tp2-recompute-full") run<Model<4>, T, tp_rc_s<full, 2, false>>(world, n, steps, tol);
+  else if (p == "tp2-sp-recompute-selective") run<Model<4>, T, tp_rc_s<selective, 2, true>>(world, n, steps, tol);
+  else if (p == "pp2-recompute-full") run<Model<4>, T, pp_rc_s<full, one_f_one_b>>(world, n, steps, tol);
+  else if (p == "pp2-interleaved-recompute-selective")
+    run<Model<4>, T, pp_rc_s<selective, interleaved<2>>>(world, n, steps, tol);
+  else if (p == "tp2-pp2-recompute-full") run<Model<4>, T, tp_pp_rc_s<full>>(world, n, steps, tol);
+  else if (p == "tp2-sp-pp2-interleaved-selective")
+    run<Model<4>, T, tp_sp_pp_s<interleaved<2>, recompute<selective>>>(world, n, steps, tol);
   else return false;
   return true;
 }
 
 constexpr const char* presets =
     "dp zero1 zero2 zero3 tp2 tp2-sp tp4 tp4-sp-zero2 pp2-gpipe pp2-1f1b pp2-interleaved pp2-1f1b-zero2 pp4-1f1b "
-    "pp4-interleaved3 tp2-pp2 tp2-pp2-gpipe-zero2";
-constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2";
+    "pp4-interleaved3 tp2-pp2 tp2-pp2-gpipe-zero2 tp2-recompute-full tp2-sp-recompute-selective pp2-recompute-full "
+    "pp2-interleaved-recompute-selective tp2-pp2-recompute-full tp2-sp-pp2 tp2-sp-pp2-interleaved-selective";
+constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2 tp2-sp-pp2";
 
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);

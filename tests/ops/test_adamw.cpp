@@ -29,7 +29,7 @@ TEST_CASE("adamw first step: bias correction makes the update lr * sign(g) plus 
   hyper h;
   std::vector<double> p = {0.5, -1.25, 2.0, 0.0}, g = {0.3, -0.02, 4.0, -1e-3}, m(4, 0.0), v(4, 0.0);
   const auto p0 = p;
-  adamw_step(p.data(), g.data(), m.data(), v.data(), p.size(), h.lr, h.beta1, h.beta2, h.eps, h.wd, 1);
+  adamw_step(weft::host_context{}, p.data(), g.data(), m.data(), v.data(), p.size(), h.lr, h.beta1, h.beta2, h.eps, h.wd, 1);
   for (std::size_t i = 0; i < p.size(); ++i) {
     const double expect = p0[i] - double(h.lr) * (g[i] / (std::abs(g[i]) + double(h.eps)) + double(h.wd) * p0[i]);
     CHECK(p[i] == Approx(expect).epsilon(1e-12));
@@ -47,7 +47,7 @@ TEST_CASE("adamw matches the formula over several steps, with and without weight
     auto rp = p, rm = m, rv = v;
     for (int t = 1; t <= 5; ++t) {
       std::vector<double> g = {0.3 / t, -0.02 * t, 4.0, -1e-3 * t};
-      adamw_step(p.data(), g.data(), m.data(), v.data(), p.size(), h.lr, h.beta1, h.beta2, h.eps, h.wd, t);
+      adamw_step(weft::host_context{}, p.data(), g.data(), m.data(), v.data(), p.size(), h.lr, h.beta1, h.beta2, h.eps, h.wd, t);
       for (std::size_t i = 0; i < p.size(); ++i) reference_step(rp[i], g[i], rm[i], rv[i], h, t);
     }
     for (std::size_t i = 0; i < p.size(); ++i) {
@@ -62,10 +62,10 @@ TEST_CASE("adamw weight decay shrinks parameters, decoupled from the gradient", 
   // Zero gradient: Adam's part is 0, so only the decay acts: p *= (1 - lr * wd).
   hyper h;
   std::vector<double> p = {1.0, -2.0}, g = {0.0, 0.0}, m(2, 0.0), v(2, 0.0);
-  adamw_step(p.data(), g.data(), m.data(), v.data(), 2, h.lr, h.beta1, h.beta2, h.eps, h.wd, 1);
+  adamw_step(weft::host_context{}, p.data(), g.data(), m.data(), v.data(), 2, h.lr, h.beta1, h.beta2, h.eps, h.wd, 1);
   CHECK(p[0] == Approx(1.0 * (1 - double(h.lr) * double(h.wd))).epsilon(1e-12));
   CHECK(p[1] == Approx(-2.0 * (1 - double(h.lr) * double(h.wd))).epsilon(1e-12));
-  adamw_step(p.data(), g.data(), m.data(), v.data(), 2, h.lr, h.beta1, h.beta2, h.eps, 0.0f, 2);
+  adamw_step(weft::host_context{}, p.data(), g.data(), m.data(), v.data(), 2, h.lr, h.beta1, h.beta2, h.eps, 0.0f, 2);
   CHECK(p[0] == Approx(1.0 * (1 - double(h.lr) * double(h.wd))).epsilon(1e-12));  // wd = 0: unchanged
 }
 
@@ -79,8 +79,8 @@ TEST_CASE("adamw in float, threaded, agrees with double", "[ops][adamw]") {
   }
   std::vector<float> pf(p.begin(), p.end()), gf(g.begin(), g.end()), mf(n, 0.f), vf(n, 0.f);
   for (int t = 1; t <= 3; ++t) {
-    adamw_step(p.data(), g.data(), m.data(), v.data(), n, h.lr, h.beta1, h.beta2, h.eps, h.wd, t);
-    adamw_step(pf.data(), gf.data(), mf.data(), vf.data(), n, h.lr, h.beta1, h.beta2, h.eps, h.wd, t);
+    adamw_step(weft::host_context{}, p.data(), g.data(), m.data(), v.data(), n, h.lr, h.beta1, h.beta2, h.eps, h.wd, t);
+    adamw_step(weft::host_context{}, pf.data(), gf.data(), mf.data(), vf.data(), n, h.lr, h.beta1, h.beta2, h.eps, h.wd, t);
   }
   double worst = 0;
   for (std::size_t i = 0; i < n; ++i) worst = std::max(worst, std::abs(double(pf[i]) - p[i]));

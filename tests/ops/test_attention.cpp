@@ -87,7 +87,7 @@ void check_forward_against_reference(std::uint64_t seed) {
   using sz = sizes<B, S, H, KVH, D>;
   const auto qkv = random_vector<double>(sz::qkv, seed, -2.0, 2.0);
   std::vector<double> out(sz::out, -7.0), att(sz::att, -7.0);  // junk: forward must overwrite
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
 
   std::vector<long double> ref_out, ref_att;
   reference_forward<B, S, H, KVH, D>(ref_out, ref_att, qkv);
@@ -100,7 +100,7 @@ template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::siz
 double loss(const std::vector<double>& qkv, const std::vector<double>& r) {
   using sz = sizes<B, S, H, KVH, D>;
   std::vector<double> out(sz::out), att(sz::att);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
   long double l = 0;
   for (std::size_t i = 0; i < out.size(); ++i) l += static_cast<long double>(out[i]) * r[i];
   return static_cast<double>(l);
@@ -110,9 +110,9 @@ template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::siz
 std::vector<double> analytic_gradient(const std::vector<double>& qkv, const std::vector<double>& r) {
   using sz = sizes<B, S, H, KVH, D>;
   std::vector<double> out(sz::out), att(sz::att), scratch(weft::ops::attention_scratch_v<B, S, H, KVH, D>);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
   std::vector<double> dqkv(sz::qkv, 0.0);
-  weft::ops::attention_backward<B, S, H, KVH, D>(dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data());
+  weft::ops::attention_backward<B, S, H, KVH, D>(weft::host_context{}, dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data());
   return dqkv;
 }
 
@@ -158,7 +158,7 @@ TEST_CASE("attention in long double matches the reference", "[ops][attention]") 
   using sz = sizes<B, S, H, KVH, D>;
   const auto qkv = random_vector<long double>(sz::qkv, 16, -2.0, 2.0);
   std::vector<long double> out(sz::out), att(sz::att);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
   std::vector<long double> ref_out, ref_att;
   reference_forward<B, S, H, KVH, D>(ref_out, ref_att, qkv);
   CHECK(max_abs_diff(out, ref_out) < 1e-16L);
@@ -170,7 +170,7 @@ TEST_CASE("attention probabilities are causal rows that sum to 1", "[ops][attent
   using sz = sizes<B, S, H, KVH, D>;
   const auto qkv = random_vector<double>(sz::qkv, 21, -3.0, 3.0);
   std::vector<double> out(sz::out), att(sz::att, -1.0);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
   for (std::size_t row = 0; row < B * H * S; ++row) {
     const std::size_t t = row % S;
     double sum = 0;
@@ -194,7 +194,7 @@ TEST_CASE("attention is causal: a future token changes no earlier output", "[ops
   using sz = sizes<B, S, H, KVH, D>;
   const auto qkv = random_vector<double>(sz::qkv, 31);
   std::vector<double> out(sz::out), att(sz::att);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
 
   constexpr std::size_t changed = 5;  // token whose q, k and v are replaced
   auto qkv2 = qkv;
@@ -202,7 +202,7 @@ TEST_CASE("attention is causal: a future token changes no earlier output", "[ops
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t j = 0; j < sz::width; ++j) qkv2[(b * S + changed) * sz::width + j] = noise[j];
   std::vector<double> out2(sz::out), att2(sz::att);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out2.data(), att2.data(), qkv2.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out2.data(), att2.data(), qkv2.data());
 
   bool later_changed = false;
   for (std::size_t b = 0; b < B; ++b) {
@@ -236,8 +236,8 @@ TEST_CASE("grouped-query attention equals multi-head attention with repeated kv 
     }
   }
   std::vector<double> out(gqa::out), att(gqa::att), out_mha(mha::out), att_mha(mha::att);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
-  weft::ops::attention_forward<B, S, H, H, D>(out_mha.data(), att_mha.data(), expanded.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, H, D>(weft::host_context{}, out_mha.data(), att_mha.data(), expanded.data());
   for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == Approx(out_mha[i]).margin(1e-14));
   for (std::size_t i = 0; i < att.size(); ++i) REQUIRE(att[i] == Approx(att_mha[i]).margin(1e-14));
 }
@@ -279,10 +279,10 @@ TEST_CASE("attention backward accumulates into dqkv", "[ops][attention]") {
   const auto fresh = analytic_gradient<B, S, H, KVH, D>(qkv, dout);
 
   std::vector<double> out(sz::out), att(sz::att), scratch(weft::ops::attention_scratch_v<B, S, H, KVH, D>);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
   const auto prior = random_vector<double>(sz::qkv, 73);
   auto dqkv = prior;
-  weft::ops::attention_backward<B, S, H, KVH, D>(dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data());
+  weft::ops::attention_backward<B, S, H, KVH, D>(weft::host_context{}, dqkv.data(), scratch.data(), dout.data(), qkv.data(), att.data());
   for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(dqkv[i] == Approx(prior[i] + fresh[i]).margin(1e-14));
 }
 
@@ -295,12 +295,12 @@ TEST_CASE("attention in float agrees with double", "[ops][attention]") {
 
   std::vector<double> out_d(sz::out), att_d(sz::att), scr_d(sz::att), dqkv_d(sz::qkv, 0.0);
   std::vector<float> out_f(sz::out), att_f(sz::att), scr_f(sz::att), dqkv_f(sz::qkv, 0.0f);
-  weft::ops::attention_forward<B, S, H, KVH, D>(out_d.data(), att_d.data(), qkv_d.data());
-  weft::ops::attention_forward<B, S, H, KVH, D>(out_f.data(), att_f.data(), qkv_f.data());
-  weft::ops::attention_backward<B, S, H, KVH, D>(dqkv_d.data(), scr_d.data(), dout_d.data(), qkv_d.data(),
-                                                 att_d.data());
-  weft::ops::attention_backward<B, S, H, KVH, D>(dqkv_f.data(), scr_f.data(), dout_f.data(), qkv_f.data(),
-                                                 att_f.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out_d.data(), att_d.data(), qkv_d.data());
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out_f.data(), att_f.data(), qkv_f.data());
+  weft::ops::attention_backward<B, S, H, KVH, D>(weft::host_context{}, dqkv_d.data(), scr_d.data(), dout_d.data(), qkv_d.data(),
+                                                                       att_d.data());
+  weft::ops::attention_backward<B, S, H, KVH, D>(weft::host_context{}, dqkv_f.data(), scr_f.data(), dout_f.data(), qkv_f.data(),
+                                                                       att_f.data());
   for (std::size_t i = 0; i < sz::out; ++i) REQUIRE(out_f[i] == Approx(out_d[i]).margin(1e-5));
   for (std::size_t i = 0; i < sz::att; ++i) REQUIRE(att_f[i] == Approx(att_d[i]).margin(1e-5));
   for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(dqkv_f[i] == Approx(dqkv_d[i]).margin(2e-5));
@@ -308,6 +308,7 @@ TEST_CASE("attention in float agrees with double", "[ops][attention]") {
 
 TEST_CASE("attention usage snippet", "[ops][attention][docs]") {
   // example-begin attention-usage
+  const weft::host_context ctx;  // the host backend; every op takes the context first
   constexpr std::size_t B = 2, S = 16, H = 8, KVH = 2, D = 32;  // 4 query heads per kv head
   std::vector<float> qkv(B * S * (H + 2 * KVH) * D);           // (batch, seq, (H + 2*KVH) * D)
   std::vector<float> out(B * S * H * D);                        // (batch, seq, H * D)
@@ -315,8 +316,8 @@ TEST_CASE("attention usage snippet", "[ops][attention][docs]") {
   std::vector<float> scratch(weft::ops::attention_scratch_v<B, S, H, KVH, D>);
   std::vector<float> dout(out.size(), 1.0f), dqkv(qkv.size(), 0.0f);  // caller zeroes gradients
 
-  weft::ops::attention_forward<B, S, H, KVH, D>(out.data(), att.data(), qkv.data());
-  weft::ops::attention_backward<B, S, H, KVH, D>(dqkv.data(), scratch.data(), dout.data(), qkv.data(),
+  weft::ops::attention_forward<B, S, H, KVH, D>(ctx, out.data(), att.data(), qkv.data());
+  weft::ops::attention_backward<B, S, H, KVH, D>(ctx, dqkv.data(), scratch.data(), dout.data(), qkv.data(),
                                                  att.data());
   // example-end attention-usage
   // All-zero qkv: uniform attention over the visible prefix.

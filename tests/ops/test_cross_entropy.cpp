@@ -38,12 +38,12 @@ TEST_CASE("cross-entropy losses match log-sum-exp in long double", "[ops][cross_
   const auto logits = random_vector(N * V, 1, -3.0, 3.0);
   std::vector<double> losses(N, -1.0), eval_losses(N, -1.0);
   auto buf = logits;
-  softmax_cross_entropy_forward_backward<N, V>(losses.data(), buf.data(), targets.data(), 1.0);
+  softmax_cross_entropy_forward_backward<N, V>(weft::host_context{}, losses.data(), buf.data(), targets.data(), 1.0);
   const auto ref = reference_losses(logits, targets, N, V);
   CHECK(rel_err(losses, ref) < 1e-14);
   CHECK(losses[2] == 0.0);
 
-  softmax_cross_entropy_forward<N, V>(eval_losses.data(), logits.data(), targets.data());
+  softmax_cross_entropy_forward<N, V>(weft::host_context{}, eval_losses.data(), logits.data(), targets.data());
   CHECK(rel_err(eval_losses, ref) < 1e-14);
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("cross-entropy in-place gradient matches finite differences of dloss *
   const double dloss = 1.0 / 7.0;  // e.g. 1 / (number of non-ignored tokens in the whole batch)
   auto loss = [&] {
     std::vector<double> losses(N);
-    softmax_cross_entropy_forward<N, V>(losses.data(), logits.data(), targets.data());
+    softmax_cross_entropy_forward<N, V>(weft::host_context{}, losses.data(), logits.data(), targets.data());
     double s = 0;
     for (double l : losses) s += l;
     return dloss * s;
@@ -61,7 +61,7 @@ TEST_CASE("cross-entropy in-place gradient matches finite differences of dloss *
   const auto fd = fd_gradient(logits, loss);
   std::vector<double> losses(N);
   auto grad = logits;
-  softmax_cross_entropy_forward_backward<N, V>(losses.data(), grad.data(), targets.data(), dloss);
+  softmax_cross_entropy_forward_backward<N, V>(weft::host_context{}, losses.data(), grad.data(), targets.data(), dloss);
   CHECK(rel_err(grad, fd) < 1e-6);
   // The ignored row is a zero gradient row (not the logits left behind).
   for (std::size_t k = 0; k < V; ++k) CHECK(grad[2 * V + k] == 0.0);
@@ -79,7 +79,7 @@ TEST_CASE("cross-entropy is stable for large logits", "[ops][cross_entropy]") {
   for (auto& z : logits) z += 1000.0;  // exp would overflow without the max shift
   std::vector<double> losses(N);
   auto grad = logits;
-  softmax_cross_entropy_forward_backward<N, V>(losses.data(), grad.data(), targets.data(), 1.0);
+  softmax_cross_entropy_forward_backward<N, V>(weft::host_context{}, losses.data(), grad.data(), targets.data(), 1.0);
   CHECK(rel_err(losses, ref) < 1e-10);
   for (double g : grad) CHECK(std::isfinite(g));
 }
@@ -91,11 +91,11 @@ TEST_CASE("cross-entropy in float agrees with double, threaded", "[ops][cross_en
   const auto logits = random_vector(BN * BV, 4, -5.0, 5.0);
   std::vector<double> losses(BN);
   auto grad = logits;
-  softmax_cross_entropy_forward_backward<BN, BV>(losses.data(), grad.data(), t.data(), 0.5);
+  softmax_cross_entropy_forward_backward<BN, BV>(weft::host_context{}, losses.data(), grad.data(), t.data(), 0.5);
   CHECK(rel_err(losses, reference_losses(logits, t, BN, BV)) < 1e-14);
   auto grad_f = convert<float>(logits);
   std::vector<float> losses_f(BN);
-  softmax_cross_entropy_forward_backward<BN, BV>(losses_f.data(), grad_f.data(), t.data(), 0.5f);
+  softmax_cross_entropy_forward_backward<BN, BV>(weft::host_context{}, losses_f.data(), grad_f.data(), t.data(), 0.5f);
   CHECK(rel_err(losses_f, losses) < 1e-6);
   CHECK(rel_err(grad_f, grad) < 1e-6);
 }

@@ -21,7 +21,7 @@ constexpr std::size_t B = 2, S = 3, S_MAX = 5;
 TEST_CASE("embedding forward gathers table rows", "[ops][embedding]") {
   const auto table = random_vector(V * C, 1);
   std::vector<double> out(N * C, -99.0);
-  embedding_forward<N, V, C>(out.data(), idx.data(), table.data());
+  embedding_forward<N, V, C>(weft::host_context{}, out.data(), idx.data(), table.data());
   for (std::size_t n = 0; n < N; ++n)
     for (std::size_t i = 0; i < C; ++i) CHECK(out[n * C + i] == table[std::size_t(idx[n]) * C + i]);
 }
@@ -31,13 +31,13 @@ TEST_CASE("embedding backward matches finite differences and accumulates", "[ops
   const auto r = random_vector(N * C, 3);
   auto loss = [&] {
     std::vector<double> out(N * C);
-    embedding_forward<N, V, C>(out.data(), idx.data(), table.data());
+    embedding_forward<N, V, C>(weft::host_context{}, out.data(), idx.data(), table.data());
     return dot(out, r);
   };
   const auto fd = fd_gradient(table, loss);
   const auto g0 = random_vector(V * C, 4);
   auto dtable = g0;
-  embedding_backward<N, V, C>(dtable.data(), r.data(), idx.data());
+  embedding_backward<N, V, C>(weft::host_context{}, dtable.data(), r.data(), idx.data());
   CHECK(rel_err(minus(dtable, g0), fd) < 1e-6);
   // Tokens never seen keep their gradient exactly.
   for (std::size_t i = 0; i < C; ++i) CHECK(dtable[2 * C + i] == g0[2 * C + i]);
@@ -46,7 +46,7 @@ TEST_CASE("embedding backward matches finite differences and accumulates", "[ops
 TEST_CASE("positional embedding adds wpe[s] to every batch row", "[ops][embedding]") {
   const auto wpe = random_vector(S_MAX * C, 5), base = random_vector(B * S * C, 6);
   auto out = base;
-  positional_forward<B, S, C>(out.data(), wpe.data());
+  positional_forward<B, S, C>(weft::host_context{}, out.data(), wpe.data());
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t s = 0; s < S; ++s)
       for (std::size_t i = 0; i < C; ++i) {
@@ -60,13 +60,13 @@ TEST_CASE("positional backward matches finite differences and accumulates", "[op
   const auto base = random_vector(B * S * C, 8), r = random_vector(B * S * C, 9);
   auto loss = [&] {
     auto out = base;
-    positional_forward<B, S, C>(out.data(), wpe.data());
+    positional_forward<B, S, C>(weft::host_context{}, out.data(), wpe.data());
     return dot(out, r);
   };
   const auto fd = fd_gradient(wpe, loss);  // zero for the rows s >= S
   const auto g0 = random_vector(S_MAX * C, 10);
   auto dwpe = g0;
-  positional_backward<B, S, C>(dwpe.data(), r.data());
+  positional_backward<B, S, C>(weft::host_context{}, dwpe.data(), r.data());
   CHECK(rel_err(minus(dwpe, g0), fd) < 1e-6);
   for (std::size_t i = S * C; i < S_MAX * C; ++i) CHECK(dwpe[i] == g0[i]);
 }
@@ -77,8 +77,8 @@ TEST_CASE("embeddings in float agree with double, threaded", "[ops][embedding]")
   for (std::size_t n = 0; n < BN; ++n) bidx[n] = std::int32_t((n * 7 + n / 3) % BV);
   const auto table = random_vector(BV * BC, 11), dout = random_vector(BN * BC, 12);
   std::vector<double> dtable(BV * BC, 0.0), dwpe(BN / 4 * BC, 0.0);
-  embedding_backward<BN, BV, BC>(dtable.data(), dout.data(), bidx.data());
-  positional_backward<4, BN / 4, BC>(dwpe.data(), dout.data());
+  embedding_backward<BN, BV, BC>(weft::host_context{}, dtable.data(), dout.data(), bidx.data());
+  positional_backward<4, BN / 4, BC>(weft::host_context{}, dwpe.data(), dout.data());
   // Reference scatter-add in the obvious serial order.
   std::vector<double> ref(BV * BC, 0.0), ref_pos(BN / 4 * BC, 0.0);
   for (std::size_t n = 0; n < BN; ++n)
@@ -90,6 +90,6 @@ TEST_CASE("embeddings in float agree with double, threaded", "[ops][embedding]")
   CHECK(rel_err(dwpe, ref_pos) < 1e-14);
   const auto dout_f = convert<float>(dout);
   std::vector<float> dtable_f(BV * BC, 0.f);
-  embedding_backward<BN, BV, BC>(dtable_f.data(), dout_f.data(), bidx.data());
+  embedding_backward<BN, BV, BC>(weft::host_context{}, dtable_f.data(), dout_f.data(), bidx.data());
   CHECK(rel_err(dtable_f, dtable) < 1e-6);
 }

@@ -18,7 +18,7 @@ constexpr std::size_t N = 48;
 TEST_CASE("gelu forward matches the tanh formula and is close to the erf form", "[ops][gelu]") {
   const auto inp = random_vector(N, 1, -4.0, 4.0);
   std::vector<double> out(N);
-  gelu_forward<N>(out.data(), inp.data());
+  gelu_forward<N>(weft::host_context{}, out.data(), inp.data());
   std::vector<double> ref(N), exact(N);
   for (std::size_t i = 0; i < N; ++i) {
     const double x = inp[i];
@@ -34,13 +34,13 @@ TEST_CASE("gelu backward matches finite differences and accumulates", "[ops][gel
   const auto r = random_vector(N, 3);
   auto loss = [&] {
     std::vector<double> out(N);
-    gelu_forward<N>(out.data(), inp.data());
+    gelu_forward<N>(weft::host_context{}, out.data(), inp.data());
     return dot(out, r);
   };
   const auto fd = fd_gradient(inp, loss);
   const auto g0 = random_vector(N, 4);
   auto dinp = g0;
-  gelu_backward<N>(dinp.data(), inp.data(), r.data());
+  gelu_backward<N>(weft::host_context{}, dinp.data(), inp.data(), r.data());
   CHECK(rel_err(minus(dinp, g0), fd) < 1e-6);
 }
 
@@ -48,13 +48,13 @@ TEST_CASE("gelu in float agrees with double, also in place and threaded", "[ops]
   constexpr std::size_t BN = 40000;  // above the threading threshold
   const auto inp = random_vector(BN, 5, -5.0, 5.0), dout = random_vector(BN, 6);
   std::vector<double> out(BN), dinp(BN, 0.0);
-  gelu_forward<BN>(out.data(), inp.data());
-  gelu_backward<BN>(dinp.data(), inp.data(), dout.data());
+  gelu_forward<BN>(weft::host_context{}, out.data(), inp.data());
+  gelu_backward<BN>(weft::host_context{}, dinp.data(), inp.data(), dout.data());
   auto io_f = convert<float>(inp);
   const auto inp_f = io_f, dout_f = convert<float>(dout);
   std::vector<float> dinp_f(BN, 0.f);
-  gelu_backward<BN>(dinp_f.data(), inp_f.data(), dout_f.data());
-  gelu_forward<BN>(io_f.data(), io_f.data());  // out may alias inp
+  gelu_backward<BN>(weft::host_context{}, dinp_f.data(), inp_f.data(), dout_f.data());
+  gelu_forward<BN>(weft::host_context{}, io_f.data(), io_f.data());  // out may alias inp
   CHECK(rel_err(io_f, out) < 1e-6);
   CHECK(rel_err(dinp_f, dinp) < 1e-6);
 }

@@ -34,10 +34,10 @@ std::vector<double> naive_linear(std::size_t n_rows, std::size_t c, std::size_t 
 TEST_CASE("matmul forward matches the triple loop, with and without bias", "[ops][matmul]") {
   auto inp = random_vector(N * C, 1), w = random_vector(OC * C, 2), b = random_vector(OC, 3);
   std::vector<double> out(N * OC, std::numeric_limits<double>::quiet_NaN());  // overwritten
-  matmul_forward<N, C, OC>(out.data(), inp.data(), w.data(), b.data());
+  matmul_forward<N, C, OC>(weft::host_context{}, out.data(), inp.data(), w.data(), b.data());
   CHECK(rel_err(out, naive_linear(N, C, OC, inp, w, b.data())) < 1e-14);
   std::fill(out.begin(), out.end(), std::numeric_limits<double>::quiet_NaN());
-  matmul_forward<N, C, OC>(out.data(), inp.data(), w.data(), nullptr);
+  matmul_forward<N, C, OC>(weft::host_context{}, out.data(), inp.data(), w.data(), nullptr);
   CHECK(rel_err(out, naive_linear(N, C, OC, inp, w, nullptr)) < 1e-14);
 }
 
@@ -46,7 +46,7 @@ TEST_CASE("matmul backward matches finite differences and accumulates", "[ops][m
   const auto r = random_vector(N * OC, 7);
   auto loss = [&] {
     std::vector<double> out(N * OC);
-    matmul_forward<N, C, OC>(out.data(), inp.data(), w.data(), b.data());
+    matmul_forward<N, C, OC>(weft::host_context{}, out.data(), inp.data(), w.data(), b.data());
     return dot(out, r);
   };
   const auto fd_inp = fd_gradient(inp, loss), fd_w = fd_gradient(w, loss), fd_b = fd_gradient(b, loss);
@@ -54,22 +54,22 @@ TEST_CASE("matmul backward matches finite differences and accumulates", "[ops][m
   // Gradients start at non-zero values: backward must add onto them.
   const auto g0_inp = random_vector(N * C, 8), g0_w = random_vector(OC * C, 9), g0_b = random_vector(OC, 10);
   auto dinp = g0_inp, dw = g0_w, db = g0_b;
-  matmul_backward<N, C, OC>(dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data());
+  matmul_backward<N, C, OC>(weft::host_context{}, dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data());
   CHECK(rel_err(minus(dinp, g0_inp), fd_inp) < 1e-6);
   CHECK(rel_err(minus(dw, g0_w), fd_w) < 1e-6);
   CHECK(rel_err(minus(db, g0_b), fd_b) < 1e-6);
 
   SECTION("dinp and dbias may be null") {
     auto dw2 = g0_w;
-    matmul_backward<N, C, OC>(nullptr, dw2.data(), nullptr,
-                              r.data(), inp.data(), w.data());
+    matmul_backward<N, C, OC>(weft::host_context{}, nullptr, dw2.data(), nullptr,
+                                                    r.data(), inp.data(), w.data());
     CHECK(rel_err(minus(dw2, g0_w), fd_w) < 1e-6);
   }
   SECTION("two backward calls add twice") {
     auto dw2 = g0_w;
     for (int k = 0; k < 2; ++k)
-      matmul_backward<N, C, OC>(nullptr, dw2.data(), nullptr,
-                                r.data(), inp.data(), w.data());
+      matmul_backward<N, C, OC>(weft::host_context{}, nullptr, dw2.data(), nullptr,
+                                                      r.data(), inp.data(), w.data());
     auto twice = fd_w;
     for (auto& x : twice) x *= 2;
     CHECK(rel_err(minus(dw2, g0_w), twice) < 1e-6);
@@ -81,11 +81,11 @@ TEST_CASE("matmul at a size that takes the threaded paths matches the triple loo
   auto inp = random_vector(BN * BC, 11), w = random_vector(BOC * BC, 12), b = random_vector(BOC, 13);
   const auto dout = random_vector(BN * BOC, 14);
   std::vector<double> out(BN * BOC);
-  matmul_forward<BN, BC, BOC>(out.data(), inp.data(), w.data(), b.data());
+  matmul_forward<BN, BC, BOC>(weft::host_context{}, out.data(), inp.data(), w.data(), b.data());
   CHECK(rel_err(out, naive_linear(BN, BC, BOC, inp, w, b.data())) < 1e-13);
 
   std::vector<double> dinp(BN * BC, 0.0), dw(BOC * BC, 0.0), db(BOC, 0.0);
-  matmul_backward<BN, BC, BOC>(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data());
+  matmul_backward<BN, BC, BOC>(weft::host_context{}, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data());
   std::vector<double> ref_dinp(BN * BC, 0.0), ref_dw(BOC * BC, 0.0), ref_db(BOC, 0.0);
   for (std::size_t n = 0; n < BN; ++n)
     for (std::size_t o = 0; o < BOC; ++o) {
@@ -105,14 +105,14 @@ TEST_CASE("matmul in float agrees with double", "[ops][matmul]") {
   const auto inp = random_vector(N * C, 15), w = random_vector(OC * C, 16), b = random_vector(OC, 17);
   const auto dout = random_vector(N * OC, 18);
   std::vector<double> out(N * OC), dinp(N * C, 0.0), dw(OC * C, 0.0), db(OC, 0.0);
-  matmul_forward<N, C, OC>(out.data(), inp.data(), w.data(), b.data());
-  matmul_backward<N, C, OC>(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data());
+  matmul_forward<N, C, OC>(weft::host_context{}, out.data(), inp.data(), w.data(), b.data());
+  matmul_backward<N, C, OC>(weft::host_context{}, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data());
 
   const auto inp_f = convert<float>(inp), w_f = convert<float>(w), b_f = convert<float>(b);
   const auto dout_f = convert<float>(dout);
   std::vector<float> out_f(N * OC), dinp_f(N * C, 0.f), dw_f(OC * C, 0.f), db_f(OC, 0.f);
-  matmul_forward<N, C, OC>(out_f.data(), inp_f.data(), w_f.data(), b_f.data());
-  matmul_backward<N, C, OC>(dinp_f.data(), dw_f.data(), db_f.data(), dout_f.data(), inp_f.data(), w_f.data());
+  matmul_forward<N, C, OC>(weft::host_context{}, out_f.data(), inp_f.data(), w_f.data(), b_f.data());
+  matmul_backward<N, C, OC>(weft::host_context{}, dinp_f.data(), dw_f.data(), db_f.data(), dout_f.data(), inp_f.data(), w_f.data());
   CHECK(rel_err(out_f, out) < 1e-5);
   CHECK(rel_err(dinp_f, dinp) < 1e-5);
   CHECK(rel_err(dw_f, dw) < 1e-5);
@@ -152,14 +152,14 @@ TEST_CASE("matmul in long double (portable path) agrees with double", "[ops][mat
   const auto inp = random_vector(N * C, 23), w = random_vector(OC * C, 24), b = random_vector(OC, 25);
   const auto dout = random_vector(N * OC, 26);
   std::vector<double> out(N * OC), dinp(N * C, 0.0), dw(OC * C, 0.0), db(OC, 0.0);
-  matmul_forward<N, C, OC>(out.data(), inp.data(), w.data(), b.data());
-  matmul_backward<N, C, OC>(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data());
+  matmul_forward<N, C, OC>(weft::host_context{}, out.data(), inp.data(), w.data(), b.data());
+  matmul_backward<N, C, OC>(weft::host_context{}, dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data());
 
   using ld = long double;
   const auto inp_l = convert<ld>(inp), w_l = convert<ld>(w), b_l = convert<ld>(b), dout_l = convert<ld>(dout);
   std::vector<ld> out_l(N * OC), dinp_l(N * C, 0), dw_l(OC * C, 0), db_l(OC, 0);
-  matmul_forward<N, C, OC>(out_l.data(), inp_l.data(), w_l.data(), b_l.data());
-  matmul_backward<N, C, OC>(dinp_l.data(), dw_l.data(), db_l.data(), dout_l.data(), inp_l.data(), w_l.data());
+  matmul_forward<N, C, OC>(weft::host_context{}, out_l.data(), inp_l.data(), w_l.data(), b_l.data());
+  matmul_backward<N, C, OC>(weft::host_context{}, dinp_l.data(), dw_l.data(), db_l.data(), dout_l.data(), inp_l.data(), w_l.data());
   CHECK(rel_err(out_l, out) < 1e-14);
   CHECK(rel_err(dinp_l, dinp) < 1e-14);
   CHECK(rel_err(dw_l, dw) < 1e-14);

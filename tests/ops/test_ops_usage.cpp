@@ -50,34 +50,35 @@ struct tiny_model {
 template <class T>
 T train_step(tiny_model<T>& p, tiny_model<T>& g, const std::int32_t* tokens, const std::int32_t* targets) {
   using namespace weft::ops;
+  const weft::host_context ctx;  // where the ops run: the host backend
   std::vector<T> x(N * C), h(N * C), mean(N), rstd(N), fc(N * F), act(N * F), proj(N * C), res(N * C),
       y(N * C), mean_f(N), rstd_f(N), logits(N * V), losses(N);                       // activations
   std::vector<T> dx(N * C, T(0)), dh(N * C, T(0)), dfc(N * F, T(0)), dact(N * F, T(0)),
       dproj(N * C, T(0)), dres(N * C, T(0)), dy(N * C, T(0));                          // their grads
 
-  embedding_forward<N, V, C>(x.data(), tokens, p.wte.data());                          // (N, C)
-  layernorm_forward<N, C>(h.data(), mean.data(), rstd.data(), x.data(), p.ln_w.data(), p.ln_b.data());
-  matmul_forward<N, C, F>(fc.data(), h.data(), p.fc_w.data(), p.fc_b.data());          // (N, F)
-  gelu_forward<N * F>(act.data(), fc.data());
-  matmul_forward<N, F, C>(proj.data(), act.data(), p.proj_w.data(), p.proj_b.data());  // (N, C)
-  residual_forward<N * C>(res.data(), x.data(), proj.data());
-  layernorm_forward<N, C>(y.data(), mean_f.data(), rstd_f.data(), res.data(), p.lnf_w.data(), p.lnf_b.data());
-  matmul_forward<N, C, V>(logits.data(), y.data(), p.head_w.data(), nullptr);          // (N, V), no bias
+  embedding_forward<N, V, C>(ctx, x.data(), tokens, p.wte.data());                          // (N, C)
+  layernorm_forward<N, C>(ctx, h.data(), mean.data(), rstd.data(), x.data(), p.ln_w.data(), p.ln_b.data());
+  matmul_forward<N, C, F>(ctx, fc.data(), h.data(), p.fc_w.data(), p.fc_b.data());          // (N, F)
+  gelu_forward<N * F>(ctx, act.data(), fc.data());
+  matmul_forward<N, F, C>(ctx, proj.data(), act.data(), p.proj_w.data(), p.proj_b.data());  // (N, C)
+  residual_forward<N * C>(ctx, res.data(), x.data(), proj.data());
+  layernorm_forward<N, C>(ctx, y.data(), mean_f.data(), rstd_f.data(), res.data(), p.lnf_w.data(), p.lnf_b.data());
+  matmul_forward<N, C, V>(ctx, logits.data(), y.data(), p.head_w.data(), nullptr);          // (N, V), no bias
 
   // logits become dlogits in place; dloss = 1 / N averages the loss over the rows.
-  softmax_cross_entropy_forward_backward<N, V>(losses.data(), logits.data(), targets, T(1) / T(N));
+  softmax_cross_entropy_forward_backward<N, V>(ctx, losses.data(), logits.data(), targets, T(1) / T(N));
 
-  matmul_backward<N, C, V>(dy.data(), g.head_w.data(), nullptr, logits.data(), y.data(), p.head_w.data());
-  layernorm_backward<N, C>(dres.data(), g.lnf_w.data(), g.lnf_b.data(), dy.data(), res.data(),
+  matmul_backward<N, C, V>(ctx, dy.data(), g.head_w.data(), nullptr, logits.data(), y.data(), p.head_w.data());
+  layernorm_backward<N, C>(ctx, dres.data(), g.lnf_w.data(), g.lnf_b.data(), dy.data(), res.data(),
                            p.lnf_w.data(), mean_f.data(), rstd_f.data());
-  residual_backward<N * C>(dx.data(), dproj.data(), dres.data());
-  matmul_backward<N, F, C>(dact.data(), g.proj_w.data(), g.proj_b.data(), dproj.data(), act.data(),
+  residual_backward<N * C>(ctx, dx.data(), dproj.data(), dres.data());
+  matmul_backward<N, F, C>(ctx, dact.data(), g.proj_w.data(), g.proj_b.data(), dproj.data(), act.data(),
                            p.proj_w.data());
-  gelu_backward<N * F>(dfc.data(), fc.data(), dact.data());
-  matmul_backward<N, C, F>(dh.data(), g.fc_w.data(), g.fc_b.data(), dfc.data(), h.data(), p.fc_w.data());
-  layernorm_backward<N, C>(dx.data(), g.ln_w.data(), g.ln_b.data(), dh.data(), x.data(), p.ln_w.data(),
+  gelu_backward<N * F>(ctx, dfc.data(), fc.data(), dact.data());
+  matmul_backward<N, C, F>(ctx, dh.data(), g.fc_w.data(), g.fc_b.data(), dfc.data(), h.data(), p.fc_w.data());
+  layernorm_backward<N, C>(ctx, dx.data(), g.ln_w.data(), g.ln_b.data(), dh.data(), x.data(), p.ln_w.data(),
                            mean.data(), rstd.data());
-  embedding_backward<N, V, C>(g.wte.data(), dx.data(), tokens);
+  embedding_backward<N, V, C>(ctx, g.wte.data(), dx.data(), tokens);
 
   T loss = 0;
   for (T l : losses) loss += l / T(N);
@@ -114,8 +115,8 @@ TEST_CASE("AdamW steps on the composed model lower the loss in float", "[ops][us
     last = loss;
     auto p = params.all(), g = grads.all(), mm = m.all(), vv = v.all();
     for (std::size_t k = 0; k < p.size(); ++k)
-      weft::ops::adamw_step(p[k]->data(), g[k]->data(), mm[k]->data(), vv[k]->data(), p[k]->size(), 1e-2f, 0.9f,
-                            0.95f, 1e-8f, 0.0f, t);
+      weft::ops::adamw_step(weft::host_context{}, p[k]->data(), g[k]->data(), mm[k]->data(), vv[k]->data(), p[k]->size(), 1e-2f, 0.9f,
+                                                  0.95f, 1e-8f, 0.0f, t);
   }
   CHECK(last < 0.5f * first);
 }

@@ -16,7 +16,7 @@ constexpr std::size_t N = 6, C = 8;
 TEST_CASE("rmsnorm forward matches the root-mean-square formula", "[ops][rmsnorm]") {
   const auto inp = random_vector(N * C, 1, -2.0, 3.0), w = random_vector(C, 2);
   std::vector<double> out(N * C), rstd(N);
-  rmsnorm_forward<N, C>(out.data(), rstd.data(), inp.data(), w.data());
+  rmsnorm_forward<N, C>(weft::host_context{}, out.data(), rstd.data(), inp.data(), w.data());
   std::vector<double> ref(N * C), ref_rstd(N);
   for (std::size_t n = 0; n < N; ++n) {
     long double ms = 0;
@@ -34,14 +34,14 @@ TEST_CASE("rmsnorm backward matches finite differences and accumulates", "[ops][
   const auto r = random_vector(N * C, 5);
   std::vector<double> out(N * C), rstd(N);
   auto loss = [&] {
-    rmsnorm_forward<N, C>(out.data(), rstd.data(), inp.data(), w.data());
+    rmsnorm_forward<N, C>(weft::host_context{}, out.data(), rstd.data(), inp.data(), w.data());
     return dot(out, r);
   };
   const auto fd_inp = fd_gradient(inp, loss), fd_w = fd_gradient(w, loss);
   loss();
   const auto g0_inp = random_vector(N * C, 6), g0_w = random_vector(C, 7);
   auto dinp = g0_inp, dw = g0_w;
-  rmsnorm_backward<N, C>(dinp.data(), dw.data(), r.data(), inp.data(), w.data(), rstd.data());
+  rmsnorm_backward<N, C>(weft::host_context{}, dinp.data(), dw.data(), r.data(), inp.data(), w.data(), rstd.data());
   CHECK(rel_err(minus(dinp, g0_inp), fd_inp) < 1e-6);
   CHECK(rel_err(minus(dw, g0_w), fd_w) < 1e-6);
 }
@@ -49,12 +49,12 @@ TEST_CASE("rmsnorm backward matches finite differences and accumulates", "[ops][
 TEST_CASE("rmsnorm in float agrees with double", "[ops][rmsnorm]") {
   const auto inp = random_vector(N * C, 8, -2.0, 3.0), w = random_vector(C, 9), dout = random_vector(N * C, 10);
   std::vector<double> out(N * C), rstd(N), dinp(N * C, 0.0), dw(C, 0.0);
-  rmsnorm_forward<N, C>(out.data(), rstd.data(), inp.data(), w.data());
-  rmsnorm_backward<N, C>(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), rstd.data());
+  rmsnorm_forward<N, C>(weft::host_context{}, out.data(), rstd.data(), inp.data(), w.data());
+  rmsnorm_backward<N, C>(weft::host_context{}, dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), rstd.data());
   const auto inp_f = convert<float>(inp), w_f = convert<float>(w), dout_f = convert<float>(dout);
   std::vector<float> out_f(N * C), rstd_f(N), dinp_f(N * C, 0.f), dw_f(C, 0.f);
-  rmsnorm_forward<N, C>(out_f.data(), rstd_f.data(), inp_f.data(), w_f.data());
-  rmsnorm_backward<N, C>(dinp_f.data(), dw_f.data(), dout_f.data(), inp_f.data(), w_f.data(), rstd_f.data());
+  rmsnorm_forward<N, C>(weft::host_context{}, out_f.data(), rstd_f.data(), inp_f.data(), w_f.data());
+  rmsnorm_backward<N, C>(weft::host_context{}, dinp_f.data(), dw_f.data(), dout_f.data(), inp_f.data(), w_f.data(), rstd_f.data());
   CHECK(rel_err(out_f, out) < 1e-5);
   CHECK(rel_err(rstd_f, rstd) < 1e-5);
   CHECK(rel_err(dinp_f, dinp) < 1e-5);
@@ -65,13 +65,13 @@ TEST_CASE("rmsnorm over many rows equals one row at a time", "[ops][rmsnorm]") {
   constexpr std::size_t BN = 64, BC = 700;
   const auto inp = random_vector(BN * BC, 11), w = random_vector(BC, 12), dout = random_vector(BN * BC, 13);
   std::vector<double> out(BN * BC), rstd(BN), dinp(BN * BC, 0.0), dw(BC, 0.0);
-  rmsnorm_forward<BN, BC>(out.data(), rstd.data(), inp.data(), w.data());
-  rmsnorm_backward<BN, BC>(dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), rstd.data());
+  rmsnorm_forward<BN, BC>(weft::host_context{}, out.data(), rstd.data(), inp.data(), w.data());
+  rmsnorm_backward<BN, BC>(weft::host_context{}, dinp.data(), dw.data(), dout.data(), inp.data(), w.data(), rstd.data());
   std::vector<double> out1(BN * BC), rstd1(BN), dinp1(BN * BC, 0.0), dw1(BC, 0.0);
   for (std::size_t n = 0; n < BN; ++n) {
     const std::size_t o = n * BC;
-    rmsnorm_forward<1, BC>(&out1[o], &rstd1[n], &inp[o], w.data());
-    rmsnorm_backward<1, BC>(&dinp1[o], dw1.data(), &dout[o], &inp[o], w.data(), &rstd1[n]);
+    rmsnorm_forward<1, BC>(weft::host_context{}, &out1[o], &rstd1[n], &inp[o], w.data());
+    rmsnorm_backward<1, BC>(weft::host_context{}, &dinp1[o], dw1.data(), &dout[o], &inp[o], w.data(), &rstd1[n]);
   }
   CHECK(rel_err(out, out1) < 1e-14);
   CHECK(rel_err(dinp, dinp1) < 1e-14);

@@ -63,7 +63,7 @@ void check_forward_against_reference(std::uint64_t seed) {
   using sz = sizes<B, S, H, KVH, D>;
   const auto in = random_vector<double>(sz::qkv, seed, -2.0, 2.0);
   std::vector<double> out(sz::qkv, -7.0);
-  weft::ops::rope_forward<B, S, H, KVH, D>(out.data(), in.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), in.data());
   const auto ref = reference_forward<B, S, H, KVH, D>(in);
   long double err = 0;
   for (std::size_t i = 0; i < sz::qkv; ++i) err = std::max(err, std::fabs(out[i] - ref[i]));
@@ -92,7 +92,7 @@ TEST_CASE("rope preserves the norm of every rotated pair", "[ops][rope]") {
   using sz = sizes<B, S, H, KVH, D>;
   const auto in = random_vector<double>(sz::qkv, 21, -3.0, 3.0);
   std::vector<double> out(sz::qkv);
-  weft::ops::rope_forward<B, S, H, KVH, D>(out.data(), in.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), in.data());
   bool rotated = false;
   for (std::size_t n = 0; n < B * S; ++n) {
     for (std::size_t head = 0; head < H + KVH; ++head) {
@@ -113,7 +113,7 @@ TEST_CASE("rope at position 0 is the identity", "[ops][rope]") {
   using sz = sizes<B, S, H, KVH, D>;
   const auto in = random_vector<double>(sz::qkv, 31);
   std::vector<double> out(sz::qkv);
-  weft::ops::rope_forward<B, S, H, KVH, D>(out.data(), in.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), in.data());
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t j = 0; j < sz::width; ++j) REQUIRE(out[b * S * sz::width + j] == in[b * S * sz::width + j]);
 }
@@ -130,7 +130,7 @@ TEST_CASE("rope scores depend only on the relative position", "[ops][rope]") {
       in[s * sz::width + D + j] = k[j];
     }
   std::vector<double> out(sz::qkv);
-  weft::ops::rope_forward<B, S, H, KVH, D>(out.data(), in.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), in.data());
   auto score = [&](std::size_t m, std::size_t n) {
     return dot(out.data() + m * sz::width, out.data() + n * sz::width + D, D);
   };
@@ -151,11 +151,11 @@ TEST_CASE("rope backward matches central finite differences", "[ops][rope]") {
   const auto r = random_vector<double>(sz::qkv, 52);
   auto loss = [&](const std::vector<double>& v) {
     std::vector<double> out(sz::qkv);
-    weft::ops::rope_forward<B, S, H, KVH, D>(out.data(), v.data());
+    weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), v.data());
     return dot(out.data(), r.data(), sz::qkv);
   };
   std::vector<double> grad(sz::qkv, 0.0);
-  weft::ops::rope_backward<B, S, H, KVH, D>(grad.data(), r.data());
+  weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, grad.data(), r.data());
 
   const double eps = 1e-5;
   double err2 = 0, ref2 = 0, max_abs = 0;
@@ -181,17 +181,17 @@ TEST_CASE("rope backward inverts the forward and accumulates", "[ops][rope]") {
   using sz = sizes<B, S, H, KVH, D>;
   const auto x = random_vector<double>(sz::qkv, 61);
   std::vector<double> y(sz::qkv);
-  weft::ops::rope_forward<B, S, H, KVH, D>(y.data(), x.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, y.data(), x.data());
 
   SECTION("backward of the output gives the input back (the rotation is orthogonal)") {
     std::vector<double> back(sz::qkv, 0.0);
-    weft::ops::rope_backward<B, S, H, KVH, D>(back.data(), y.data());
+    weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, back.data(), y.data());
     for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(back[i] == Approx(x[i]).margin(1e-14));
   }
   SECTION("backward adds to what is already there") {
     const auto prior = random_vector<double>(sz::qkv, 62);
     auto back = prior;
-    weft::ops::rope_backward<B, S, H, KVH, D>(back.data(), y.data());
+    weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, back.data(), y.data());
     for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(back[i] == Approx(prior[i] + x[i]).margin(1e-14));
   }
 }
@@ -201,9 +201,9 @@ TEST_CASE("rope forward works in place", "[ops][rope]") {
   using sz = sizes<B, S, H, KVH, D>;
   const auto x = random_vector<double>(sz::qkv, 71);
   std::vector<double> y(sz::qkv);
-  weft::ops::rope_forward<B, S, H, KVH, D>(y.data(), x.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, y.data(), x.data());
   auto z = x;
-  weft::ops::rope_forward<B, S, H, KVH, D>(z.data(), z.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, z.data(), z.data());
   for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(z[i] == y[i]);
 }
 
@@ -215,10 +215,10 @@ TEST_CASE("rope in float agrees with double", "[ops][rope]") {
   const std::vector<float> x_f(x_d.begin(), x_d.end()), g_f(g_d.begin(), g_d.end());
   std::vector<double> y_d(sz::qkv), dx_d(sz::qkv, 0.0);
   std::vector<float> y_f(sz::qkv), dx_f(sz::qkv, 0.0f);
-  weft::ops::rope_forward<B, S, H, KVH, D>(y_d.data(), x_d.data());
-  weft::ops::rope_forward<B, S, H, KVH, D>(y_f.data(), x_f.data());
-  weft::ops::rope_backward<B, S, H, KVH, D>(dx_d.data(), g_d.data());
-  weft::ops::rope_backward<B, S, H, KVH, D>(dx_f.data(), g_f.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, y_d.data(), x_d.data());
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, y_f.data(), x_f.data());
+  weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, dx_d.data(), g_d.data());
+  weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, dx_f.data(), g_f.data());
   for (std::size_t i = 0; i < sz::qkv; ++i) {
     REQUIRE(y_f[i] == Approx(y_d[i]).margin(1e-6));
     REQUIRE(dx_f[i] == Approx(dx_d[i]).margin(1e-6));
@@ -227,12 +227,13 @@ TEST_CASE("rope in float agrees with double", "[ops][rope]") {
 
 TEST_CASE("rope usage snippet", "[ops][rope][docs]") {
   // example-begin rope-usage
+  const weft::host_context ctx;
   constexpr std::size_t B = 2, S = 16, H = 8, KVH = 2, D = 32;
   std::vector<float> qkv(B * S * (H + 2 * KVH) * D, 1.0f);  // from the qkv projection
-  weft::ops::rope_forward<B, S, H, KVH, D>(qkv.data(), qkv.data());  // in place is allowed
-  // ... attention_forward<B, S, H, KVH, D>(out, att, qkv) ...
+  weft::ops::rope_forward<B, S, H, KVH, D>(ctx, qkv.data(), qkv.data());  // in place is allowed
+  // ... attention_forward<B, S, H, KVH, D>(ctx, out, att, qkv) ...
   std::vector<float> dqkv_rot(qkv.size(), 0.5f), dqkv(qkv.size(), 0.0f);
-  weft::ops::rope_backward<B, S, H, KVH, D>(dqkv.data(), dqkv_rot.data());  // dqkv += R^T dqkv_rot
+  weft::ops::rope_backward<B, S, H, KVH, D>(ctx, dqkv.data(), dqkv_rot.data());  // dqkv += R^T dqkv_rot
   // example-end rope-usage
   REQUIRE(qkv[0] == 1.0f);  // position 0 is not rotated
 }

@@ -6,6 +6,7 @@
 #include "weft/model/layer.hpp"       // stateless_layer, frame
 #include "weft/model/rope.hpp"        // no_rope, rope
 #include "weft/ops/attention.hpp"     // attention_forward/backward
+#include "weft/ops/fill.hpp"          // zero
 #include "weft/ops/rope.hpp"          // rope_forward/backward
 
 #include <algorithm>
@@ -16,7 +17,11 @@ namespace weft {
 /// Softmax(q·kᵀ/√D, causal)·v over H heads sharing KVH key/value heads, with optional rope.
 template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope>
 struct causal_attention : stateless_layer {
-  static constexpr bool kv_divides = diag::divisible<H, KVH>;
+  static constexpr bool sizes_positive = diag::at_least<H, 1> && diag::at_least<KVH, 1> && diag::at_least<D, 1>;
+  static_assert(sizes_positive, "weft::causal_attention: heads, kv_heads or the head size is 0. Give each at least 1.");
+  static constexpr bool head_size_even_for_rope = !PosEnc::enabled || diag::divisible<D, 2>;
+  static_assert(head_size_even_for_rope, "weft::causal_attention: the head size is odd, but rotary embeddings rotate pairs of it. Use an even head size (width / heads) with rope, or no_rope.");
+  static constexpr bool kv_divides = diag::divisible<H, (KVH > 0 ? KVH : 1)>;  // KVH = 0: reported above
   static_assert(kv_divides, "weft::causal_attention: heads is not divisible by kv_heads. Choose kv_heads that divides heads.");
   static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;
   static constexpr std::size_t in_width = qkv_width;
@@ -35,10 +40,10 @@ struct causal_attention : stateless_layer {
     auto* probs = f.kept;  // (batch, heads, seq, seq)
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept + probs_count<B, S>;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D>(rotated, in);
-      ops::attention_forward<B, S, H, KVH, D>(out, probs, rotated);
+      ops::rope_forward<B, S, H, KVH, D>(f.ctx, rotated, in);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, rotated);
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(out, probs, in);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, in);
     }
   }
   template <class F>
@@ -50,11 +55,11 @@ struct causal_attention : stateless_layer {
     if constexpr (PosEnc::enabled) {
       const auto* rotated = f.kept + probs_count<B, S>;
       auto* drotated = f.scratch + probs_count<B, S>;  // (batch, seq, qkv_width)
-      std::fill_n(drotated, B * S * qkv_width, typename F::value_type{0});
-      ops::attention_backward<B, S, H, KVH, D>(drotated, dprobs, dout, rotated, probs);
-      ops::rope_backward<B, S, H, KVH, D>(din, drotated);
+      ops::zero(f.ctx, drotated, B * S * qkv_width);
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, drotated, dprobs, dout, rotated, probs);
+      ops::rope_backward<B, S, H, KVH, D>(f.ctx, din, drotated);
     } else {
-      ops::attention_backward<B, S, H, KVH, D>(din, dprobs, dout, in, probs);
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, din, dprobs, dout, in, probs);
     }
   }
 };

@@ -18,13 +18,13 @@ struct gelu : stateless_layer {
   static constexpr std::size_t scratch_count = 0;
 
   template <class F>
-  static void forward(const F&, const typename F::value_type* in, typename F::value_type* out) {
-    ops::gelu_forward<F::rows * C>(out, in);
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    ops::gelu_forward<F::rows * C>(f.ctx, out, in);
   }
   template <class F>
-  static void backward(const F&, const typename F::value_type* in, const typename F::value_type* dout,
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::gelu_backward<F::rows * C>(din, in, dout);
+    ops::gelu_backward<F::rows * C>(f.ctx, din, in, dout);
   }
 };
 

@@ -35,12 +35,15 @@ struct gpt_config {
   static_assert(all_given, "weft::gpt_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
   static constexpr bool width_divisible_by_heads = diag::divisible<width, heads>;
   static_assert(width_divisible_by_heads, "weft::gpt_config: width is not divisible by heads. Choose heads that divides width (head size = width / heads).");
+  /// The heads the blocks are built with: after a failed check above, one (so that the layers'
+  /// own checks do not report the same mistake again).
+  static constexpr std::size_t block_heads = width_divisible_by_heads ? heads : 1;
 };
 
 namespace detail {
 template <class Cfg>
 using gpt_block = block<layernorm<Cfg::width>,
-                        attention<Cfg::width, Cfg::heads, Cfg::heads, no_rope, true, export_layout::transposed>,
+                        attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true, export_layout::transposed>,
                         layernorm<Cfg::width>, gelu_mlp<Cfg::width, Cfg::ffn, true, export_layout::transposed>>;
 
 template <class Cfg>

@@ -11,6 +11,7 @@
 // and, at run time, forward(frame, in, out) and backward(frame, in, dout, din). Backward
 // ACCUMULATES into din and into the parameter gradients; the caller zeroes them.
 #include "weft/core/fixed_string.hpp"  // fixed_string
+#include "weft/exec/context.hpp"       // host_context, execution_context
 #include "weft/model/param.hpp"        // param_list, role, init_context
 
 #include <concepts>
@@ -73,11 +74,13 @@ struct grad_ready_hook {
 
 /// Where one layer's parameters, gradients, kept activations and workspace are, for one
 /// micro-batch of B sequences of S tokens in element type T. `Root` is the whole model (tied
-/// parameters are found through it).
-template <class T, std::size_t B, std::size_t S, class Root>
+/// parameters are found through it). `Ctx` is the execution context every op of the layer is
+/// called with, first: `ops::gelu_forward<F::rows>(f.ctx, out, in)` (exec/context.hpp).
+template <class T, std::size_t B, std::size_t S, class Root, execution_context Ctx = host_context>
 struct frame {
   using value_type = T;
   using root_type = Root;
+  using context_type = Ctx;
   static constexpr std::size_t batch = B;
   static constexpr std::size_t seq = S;
   static constexpr std::size_t rows = B * S;  ///< tokens in the micro-batch
@@ -91,6 +94,7 @@ struct frame {
   const std::int32_t* tokens = nullptr;  ///< (batch, seq) token ids
   grad_ready_hook grad_ready{};          ///< optional, see grad_ready_hook
   tp_group* tp = nullptr;                ///< tensor-parallel group of sharded layers (nullptr: none)
+  Ctx ctx{};                             ///< where the ops run (a small handle; children share it)
 
   /// Element offset of this layer's parameter block in the model's block.
   std::size_t param_offset() const { return static_cast<std::size_t>(params - root_params); }
@@ -112,8 +116,8 @@ struct frame {
   /// The same blocks seen with `S2` tokens per sequence: sequence parallelism switches between a
   /// rank's sequence shard and the whole sequence (model/tensor_parallel.hpp).
   template <std::size_t S2>
-  frame<T, B, S2, Root> resequenced() const {
-    frame<T, B, S2, Root> f;
+  frame<T, B, S2, Root, Ctx> resequenced() const {
+    frame<T, B, S2, Root, Ctx> f;
     f.params = params;
     f.grads = grads;
     f.kept = kept;
@@ -123,6 +127,7 @@ struct frame {
     f.tokens = tokens;
     f.grad_ready = grad_ready;
     f.tp = tp;
+    f.ctx = ctx;
     return f;
   }
 };
@@ -132,17 +137,23 @@ struct layer_probe_root {
   static constexpr std::size_t find_param(std::string_view) { return npos_param; }
 };
 using probe_frame = frame<double, 1, 1, layer_probe_root>;
+struct param_sink {  // a visit_params callback that ignores what it is given
+  void operator()(const param_info&) const {}
+};
 }  // namespace detail
 
-/// A model building block (see the top of this file for the contract).
+/// A model building block (see the top of this file for the contract). Compositions diagnose a
+/// type that is not one member by member (model/layer_check.hpp).
 template <class L>
-concept layer = requires(const detail::probe_frame& f, const double* in, double* out, std::string_view path) {
+concept layer = requires(const detail::probe_frame& f, const double* in, double* out, std::string_view path,
+                         const std::string& prefix, const init_context& ic) {
   { L::in_width } -> std::convertible_to<std::size_t>;
   { L::out_width } -> std::convertible_to<std::size_t>;
   { L::param_count } -> std::convertible_to<std::size_t>;
   { L::template kept_count<1, 1> } -> std::convertible_to<std::size_t>;
   { L::template scratch_count<1, 1> } -> std::convertible_to<std::size_t>;
   { L::find_param(path) } -> std::convertible_to<std::size_t>;
+  L::visit_params(prefix, std::size_t{0}, ic, detail::param_sink{});
   L::forward(f, in, out);
   L::backward(f, in, in, out);
 };

@@ -1,5 +1,6 @@
 #pragma once
 // ---- layer normalisation over the width axis, with gain and bias ----
+#include "weft/core/diagnostics.hpp"  // diag::at_least
 #include "weft/core/shape.hpp"     // shape, axis
 #include "weft/model/layer.hpp"    // leaf_layer, frame
 #include "weft/ops/layernorm.hpp"  // layernorm_forward/backward
@@ -12,6 +13,8 @@ namespace weft {
 template <std::size_t C>
 struct layernorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>,
                                          param<"bias", shape<axis<"width", C>>, role::replicated, init::zeros>>> {
+  static constexpr bool width_positive = diag::at_least<C, 1>;
+  static_assert(width_positive, "weft::layernorm: the width is 0. Give layernorm<C> a width of at least 1.");
   static constexpr std::size_t in_width = C;
   static constexpr std::size_t out_width = C;
   template <std::size_t B, std::size_t S>
@@ -21,12 +24,12 @@ struct layernorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::layernorm_forward<F::rows, C>(out, f.kept, f.kept + F::rows, in, f.params, f.params + C);
+    ops::layernorm_forward<F::rows, C>(f.ctx, out, f.kept, f.kept + F::rows, in, f.params, f.params + C);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::layernorm_backward<F::rows, C>(din, f.grads, f.grads + C, dout, in, f.params, f.kept, f.kept + F::rows);
+    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, f.grads + C, dout, in, f.params, f.kept, f.kept + F::rows);
   }
 };
 

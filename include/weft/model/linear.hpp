@@ -1,5 +1,6 @@
 #pragma once
 // ---- affine map of the width axis: out = in · Wᵀ + b ----
+#include "weft/core/diagnostics.hpp"  // diag::at_least
 #include "weft/core/shape.hpp"   // shape, axis
 #include "weft/model/layer.hpp"  // leaf_layer, frame
 #include "weft/ops/matmul.hpp"   // matmul_forward/backward
@@ -46,6 +47,8 @@ using linear_params =
 template <std::size_t In, std::size_t Out, role Role = role::replicated, bool Bias = true, class Init = init::normal<20>,
           export_layout Export = export_layout::as_is, class Packing = packed<>>
 struct linear : leaf_layer<detail::linear_params<In, Out, Role, Bias, Init, Export>> {
+  static constexpr bool widths_positive = diag::at_least<In, 1> && diag::at_least<Out, 1>;
+  static_assert(widths_positive, "weft::linear: the in or out width is 0. Give linear<In, Out> widths of at least 1.");
   static constexpr bool packing_fits = detail::packing_fits<Out, Packing>;
   static_assert(packing_fits, "weft::linear: the packed<> segment widths do not add up to the out width. Make them sum to Out.");
   using packing = Packing;
@@ -68,13 +71,13 @@ struct linear : leaf_layer<detail::linear_params<In, Out, Role, Bias, Init, Expo
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::matmul_forward<F::rows, In, Out>(out, in, f.params, Bias ? f.params + In * Out : nullptr);
+    ops::matmul_forward<F::rows, In, Out>(f.ctx, out, in, f.params, Bias ? f.params + In * Out : nullptr);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::matmul_backward<F::rows, In, Out>(din, f.grads, (Bias && f.grads) ? f.grads + In * Out : nullptr, dout, in,
-                                           f.params);
+    ops::matmul_backward<F::rows, In, Out>(f.ctx, din, f.grads, (Bias && f.grads) ? f.grads + In * Out : nullptr, dout, in,
+                                                  f.params);
   }
 };
 

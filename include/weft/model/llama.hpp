@@ -17,6 +17,7 @@
 #include "weft/model/token_embedding.hpp"  // token_embedding
 
 #include <cstddef>
+#include <type_traits>
 
 namespace weft {
 
@@ -40,11 +41,17 @@ struct llama_config {
   static_assert(heads_divisible_by_kv_heads, "weft::llama_config: heads is not divisible by kv_heads. Choose kv_heads that divides heads (each kv head serves heads / kv_heads query heads).");
   static constexpr bool head_size_even = diag::divisible<(heads > 0 ? width / heads : 0), 2>;
   static_assert(head_size_even, "weft::llama_config: the head size (width / heads) is odd, but rotary embeddings rotate pairs. Choose width and heads so that width / heads is even.");
+  /// What the blocks are built with: after a failed check above, shapes that pass the layers'
+  /// own checks (so that they do not report the same mistake again).
+  static constexpr bool shape_ok = width_divisible_by_heads && heads_divisible_by_kv_heads && head_size_even;
+  static constexpr std::size_t block_heads = shape_ok ? heads : 1;
+  static constexpr std::size_t block_kv_heads = shape_ok ? kv_heads : 1;
+  using block_position = std::conditional_t<shape_ok, rope, no_rope>;
 };
 
 namespace detail {
 template <class Cfg>
-using llama_block = block<rmsnorm<Cfg::width>, attention<Cfg::width, Cfg::heads, Cfg::kv_heads, rope, false>,
+using llama_block = block<rmsnorm<Cfg::width>, attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, false>,
                           rmsnorm<Cfg::width>, swiglu_mlp<Cfg::width, Cfg::ffn>>;
 
 template <class Cfg>

@@ -64,12 +64,12 @@ struct lm_head : leaf_layer<detail::lm_head_params<V, C, Tie>> {
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::matmul_forward<F::rows, C, V>(out, in, weight(f), nullptr);  // (batch, seq, vocab)
+    ops::matmul_forward<F::rows, C, V>(f.ctx, out, in, weight(f), nullptr);  // (batch, seq, vocab)
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::matmul_backward<F::rows, C, V>(din, weight_grad(f), nullptr, dout, in, weight(f));
+    ops::matmul_backward<F::rows, C, V>(f.ctx, din, weight_grad(f), nullptr, dout, in, weight(f));
   }
 };
 

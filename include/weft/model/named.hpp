@@ -2,6 +2,7 @@
 // ---- named: gives a layer a path segment ("attn", "ln_1") for its parameters ----
 #include "weft/core/fixed_string.hpp"  // fixed_string
 #include "weft/model/layer.hpp"        // layer, npos_param
+#include "weft/model/layer_check.hpp"  // checked_layer_t
 
 #include <cstddef>
 #include <string>
@@ -10,8 +11,9 @@
 namespace weft {
 
 /// `named<"ln_1", layernorm<768>>`: the same layer, its parameters called "ln_1.weight", ...
-template <fixed_string Name, layer L>
+template <fixed_string Name, class Layer>
 struct named {
+  using L = checked_layer_t<Layer>;  // Layer, or a stand-in after its diagnostic
   using inner = L;
   static constexpr auto name = Name;
   using weft_named_tag = void;  // recognised by type transforms (nvcc cannot deduce fixed_string<N> in a specialisation)

@@ -3,6 +3,8 @@
 #include "weft/core/diagnostics.hpp"  // diag::at_most
 #include "weft/core/shape.hpp"        // shape, axis
 #include "weft/model/layer.hpp"       // leaf_layer, frame
+#include "weft/ops/accumulate.hpp"    // accumulate
+#include "weft/ops/copy.hpp"          // copy
 #include "weft/ops/embedding.hpp"     // positional_forward/backward
 
 #include <algorithm>
@@ -26,14 +28,14 @@ struct positional_embedding
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     constexpr bool fits = diag::at_most<F::seq, Context>;
     static_assert(fits, "weft::positional_embedding: the sequence is longer than the context. Raise context<N> or shorten seq<N>.");
-    if (out != in) std::copy_n(in, F::rows * C, out);
-    ops::positional_forward<F::batch, F::seq, C>(out, f.params);  // (batch, seq, width) += (seq, width)
+    if (out != in) ops::copy(f.ctx, out, in, F::rows * C);
+    ops::positional_forward<F::batch, F::seq, C>(f.ctx, out, f.params);  // (batch, seq, width) += (seq, width)
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.grads, dout);
-    for (std::size_t i = 0; i < F::rows * C; ++i) din[i] += dout[i];
+    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.ctx, f.grads, dout);
+    ops::accumulate(f.ctx, din, dout, F::rows * C);  // the path around the addition
   }
 };
 

@@ -21,6 +21,7 @@
 #include "weft/model/layer.hpp"             // layer, frame
 #include "weft/model/repeat.hpp"            // repeat
 #include "weft/ops/attention.hpp"           // attention_forward/backward
+#include "weft/ops/fill.hpp"                // zero
 #include "weft/ops/rope.hpp"                // rope_forward/backward
 
 #include <algorithm>
@@ -81,7 +82,7 @@ struct recomputed<repeat<N, Block, First>> {
       T* g_in = din;
       if (k > 0) {
         g_in = f.scratch + (k % 2) * rows * in_width;
-        std::fill_n(g_in, rows * in_width, T{0});
+        ops::zero(f.ctx, g_in, rows * in_width);
       }
       Block::backward(cf, x, g_out, g_in);
       cf.report_grads_final();
@@ -124,10 +125,10 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     auto* probs = f.scratch;  // (batch, heads, seq, seq), dropped
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D>(rotated, in);
-      ops::attention_forward<B, S, H, KVH, D>(out, probs, rotated);
+      ops::rope_forward<B, S, H, KVH, D>(f.ctx, rotated, in);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, rotated);
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(out, probs, in);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, in);
     }
   }
   template <class F>
@@ -140,13 +141,13 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     T* tail = f.scratch + 2 * probs_count<B, S>;     // (batch, seq, heads·D), then (batch, seq, qkv_width)
     if constexpr (PosEnc::enabled) {
       const T* rotated = f.kept;
-      ops::attention_forward<B, S, H, KVH, D>(tail, probs, rotated);  // recompute the probabilities
-      std::fill_n(tail, B * S * qkv_width, T{0});                     // now the rotated gradient
-      ops::attention_backward<B, S, H, KVH, D>(tail, dprobs, dout, rotated, probs);
-      ops::rope_backward<B, S, H, KVH, D>(din, tail);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, tail, probs, rotated);  // recompute the probabilities
+      ops::zero(f.ctx, tail, B * S * qkv_width);                      // now the rotated gradient
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, tail, dprobs, dout, rotated, probs);
+      ops::rope_backward<B, S, H, KVH, D>(f.ctx, din, tail);
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(tail, probs, in);  // recompute the probabilities
-      ops::attention_backward<B, S, H, KVH, D>(din, dprobs, dout, in, probs);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, tail, probs, in);  // recompute the probabilities
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, din, dprobs, dout, in, probs);
     }
   }
 };

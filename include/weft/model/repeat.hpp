@@ -6,6 +6,8 @@
 // holds blocks 4..7 of a model is repeat<4, Block, 4>, its parameters still "4.…" to "7.…".
 #include "weft/core/diagnostics.hpp"  // diag::equal
 #include "weft/model/layer.hpp"       // layer, frame
+#include "weft/model/layer_check.hpp" // checked_layer_t
+#include "weft/ops/fill.hpp"          // zero
 
 #include <algorithm>
 #include <cstddef>
@@ -16,8 +18,9 @@ namespace weft {
 
 /// `repeat<12, block<...>>`: parameters named "0.…", "1.…", … (under a `named` prefix: "h.0.…");
 /// `repeat<N, Block, First>` names them First, First+1, …, First+N-1.
-template <std::size_t N, layer Block, std::size_t First = 0>
+template <std::size_t N, class BlockLayer, std::size_t First = 0>
 struct repeat {
+  using Block = checked_layer_t<BlockLayer>;  // BlockLayer, or a stand-in after its diagnostic
   static_assert(N > 0, "weft::repeat: zero copies. Use repeat<N, Block> with N >= 1.");
   static constexpr bool width_preserving = diag::equal<Block::in_width, Block::out_width>;
   static_assert(width_preserving, "weft::repeat: the block changes the width, so copies cannot be chained. Repeat only width-preserving blocks.");
@@ -74,7 +77,7 @@ struct repeat {
       T* g_in = din;
       if (k > 0) {
         g_in = f.scratch + (k % 2) * rows * in_width;
-        std::fill_n(g_in, rows * in_width, T{0});
+        ops::zero(f.ctx, g_in, rows * in_width);
       }
       const F cf = f.child(k * Block::param_count, k * kb, pingpong<B, S>);
       Block::backward(cf, x, g_out, g_in);

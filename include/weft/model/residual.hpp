@@ -2,6 +2,8 @@
 // ---- residual connection: out = in + Inner(in) ----
 #include "weft/core/diagnostics.hpp"  // diag::equal
 #include "weft/model/layer.hpp"       // layer
+#include "weft/model/layer_check.hpp" // checked_layer_t
+#include "weft/ops/accumulate.hpp"    // accumulate
 #include "weft/ops/residual.hpp"      // residual_forward
 
 #include <cstddef>
@@ -11,8 +13,9 @@
 namespace weft {
 
 /// Adds the input back to the output of `Inner`, whose widths must agree.
-template <layer Inner>
+template <class InnerLayer>
 struct residual {
+  using Inner = checked_layer_t<InnerLayer>;  // InnerLayer, or a stand-in after its diagnostic
   using inner = Inner;
   static constexpr bool widths_agree = diag::equal<Inner::in_width, Inner::out_width>;
   static_assert(widths_agree, "weft::residual: the inner layer changes the width. Wrap only width-preserving layers in residual<>.");
@@ -33,13 +36,13 @@ struct residual {
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     Inner::forward(f, in, out);                             // (rows, width)
-    ops::residual_forward<F::rows * in_width>(out, out, in);  // out += in
+    ops::residual_forward<F::rows * in_width>(f.ctx, out, out, in);  // out += in
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    for (std::size_t i = 0; i < F::rows * in_width; ++i) din[i] += dout[i];  // the skip path
-    Inner::backward(f, in, dout, din);                                        // the inner path
+    ops::accumulate(f.ctx, din, dout, F::rows * in_width);  // the skip path
+    Inner::backward(f, in, dout, din);                      // the inner path
   }
 };
 

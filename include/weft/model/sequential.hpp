@@ -5,6 +5,8 @@
 // ping-pong gradient buffers for the intermediate widths, then the largest child workspace.
 #include "weft/core/diagnostics.hpp"  // diag::equal
 #include "weft/model/layer.hpp"       // layer, frame
+#include "weft/model/layer_check.hpp" // checked_layer_t
+#include "weft/ops/fill.hpp"          // zero
 
 #include <algorithm>
 #include <array>
@@ -21,25 +23,29 @@ template <std::size_t I, std::size_t Out, std::size_t In>
 inline constexpr bool chain_widths_match = (Out == In);
 }  // namespace detail
 
-/// `sequential<L0, L1, ...>`: out = L_{n-1}( ... L1(L0(in))).
-template <layer... Ls>
+/// `sequential<L0, L1, ...>`: out = L_{n-1}( ... L1(L0(in))). A child that is not a `layer` is
+/// diagnosed member by member (layer_check) and the chain goes on without it.
+template <class... Ls>
 struct sequential {
   static_assert(sizeof...(Ls) > 0, "weft::sequential: no layers. Give sequential<> at least one layer.");
   static constexpr std::size_t n = sizeof...(Ls);
   template <std::size_t I>
-  using child = std::tuple_element_t<I, std::tuple<Ls...>>;
+  using child = std::tuple_element_t<I, std::tuple<checked_layer_t<Ls>...>>;
 
-  static constexpr std::array<std::size_t, n> in_widths{Ls::in_width...};
-  static constexpr std::array<std::size_t, n> out_widths{Ls::out_width...};
+  static constexpr std::array<std::size_t, n> in_widths{checked_layer_t<Ls>::in_width...};
+  static constexpr std::array<std::size_t, n> out_widths{checked_layer_t<Ls>::out_width...};
+  // Children already diagnosed as not being layers: their links are not checked again.
+  static constexpr std::array<bool, n> invalid{detail::is_invalid_layer<checked_layer_t<Ls>>...};
 
  private:
   // One link (I, I+1) per assertion; the condition is the variable template itself, so the compiler
   // prints the layer index and both widths: 'chain_widths_match<0, 16, 12>' evaluates to false.
   template <std::size_t I>
   static consteval bool check_link() {
-    static_assert(detail::chain_widths_match<I, out_widths[I], in_widths[I + 1]>,
-                  "weft::sequential: a layer's output width differs from the next layer's input width. Make "
-                  "out_width of layer I equal in_width of layer I+1 (see chain_widths_match<I, out, in>).");
+    if constexpr (!invalid[I] && !invalid[I + 1])
+      static_assert(detail::chain_widths_match<I, out_widths[I], in_widths[I + 1]>,
+                    "weft::sequential: a layer's output width differs from the next layer's input width. Make "
+                    "out_width of layer I equal in_width of layer I+1 (see chain_widths_match<I, out, in>).");
     return true;
   }
   template <std::size_t... I>
@@ -61,8 +67,8 @@ struct sequential {
  public:
   static constexpr std::size_t in_width = in_widths[0];
   static constexpr std::size_t out_width = out_widths[n - 1];
-  static constexpr std::size_t param_count = (std::size_t{0} + ... + Ls::param_count);
-  static constexpr std::array<std::size_t, n> param_offsets = prefix({Ls::param_count...});
+  static constexpr std::size_t param_count = (std::size_t{0} + ... + checked_layer_t<Ls>::param_count);
+  static constexpr std::array<std::size_t, n> param_offsets = prefix({checked_layer_t<Ls>::param_count...});
 
   /// Widest intermediate activation (inputs of children 1..n-1).
   static constexpr std::size_t max_inner_width = [] {
@@ -72,9 +78,9 @@ struct sequential {
   }();
 
   template <std::size_t B, std::size_t S>
-  static constexpr std::array<std::size_t, n> kept_offsets = prefix({Ls::template kept_count<B, S>...});
+  static constexpr std::array<std::size_t, n> kept_offsets = prefix({checked_layer_t<Ls>::template kept_count<B, S>...});
   template <std::size_t B, std::size_t S>
-  static constexpr std::size_t children_kept = (std::size_t{0} + ... + Ls::template kept_count<B, S>);
+  static constexpr std::size_t children_kept = (std::size_t{0} + ... + checked_layer_t<Ls>::template kept_count<B, S>);
   /// Offset (in kept) of x_i, the input of child i, for i >= 1.
   template <std::size_t B, std::size_t S>
   static constexpr std::array<std::size_t, n> x_offsets = [] {
@@ -93,11 +99,11 @@ struct sequential {
   static constexpr std::size_t pingpong = (n > 1) ? 2 * B * S * max_inner_width : 0;
   template <std::size_t B, std::size_t S>
   static constexpr std::size_t scratch_count =
-      pingpong<B, S> + std::max({std::size_t{0}, Ls::template scratch_count<B, S>...});
+      pingpong<B, S> + std::max({std::size_t{0}, checked_layer_t<Ls>::template scratch_count<B, S>...});
 
   static constexpr std::size_t find_param(std::string_view path) {
     std::size_t r = npos_param, i = 0;
-    ((r == npos_param ? (r = (Ls::find_param(path) == npos_param ? npos_param : Ls::find_param(path) + param_offsets[i]), ++i)
+    ((r == npos_param ? (r = (checked_layer_t<Ls>::find_param(path) == npos_param ? npos_param : checked_layer_t<Ls>::find_param(path) + param_offsets[i]), ++i)
                       : ++i),
      ...);
     return r;
@@ -105,7 +111,7 @@ struct sequential {
   template <class F>
   static void visit_params(const std::string& prefix, std::size_t base, const init_context& ic, F&& f) {
     std::size_t i = 0;
-    ((Ls::visit_params(prefix, base + param_offsets[i++], ic, f)), ...);
+    ((checked_layer_t<Ls>::visit_params(prefix, base + param_offsets[i++], ic, f)), ...);
   }
 
   template <class F>
@@ -144,7 +150,7 @@ struct sequential {
     T* g_in = din;
     if constexpr (K > 0) {
       g_in = f.scratch + (K % 2) * rows * max_inner_width;
-      std::fill_n(g_in, rows * in_widths[K], T{0});
+      ops::zero(f.ctx, g_in, rows * in_widths[K]);
     }
     const F cf = child_frame(f, K);
     child<K>::backward(cf, x_in, g_out, g_in);

@@ -18,13 +18,13 @@ struct swiglu : stateless_layer {
   static constexpr std::size_t scratch_count = 0;
 
   template <class F>
-  static void forward(const F&, const typename F::value_type* in, typename F::value_type* out) {
-    ops::swiglu_forward<F::rows, H>(out, in);
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    ops::swiglu_forward<F::rows, H>(f.ctx, out, in);
   }
   template <class F>
-  static void backward(const F&, const typename F::value_type* in, const typename F::value_type* dout,
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::swiglu_backward<F::rows, H>(din, in, dout);
+    ops::swiglu_backward<F::rows, H>(f.ctx, din, in, dout);
   }
 };
 

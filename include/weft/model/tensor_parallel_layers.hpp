@@ -19,9 +19,12 @@
 #include "weft/model/linear.hpp"          // packed, detail::linear_params
 #include "weft/model/lm_head.hpp"         // tied, untied, detail::lm_head_params, detail::tied_offset
 #include "weft/model/positional_embedding.hpp"  // positional_embedding (its parameters)
-#include "weft/ops/detail/fast_math.hpp"  // exp_fast
+#include "weft/ops/accumulate.hpp"        // accumulate, accumulate_rows
+#include "weft/ops/copy.hpp"              // copy
 #include "weft/ops/embedding.hpp"         // positional_forward/backward
-#include "weft/ops/matmul.hpp"            // matmul_forward/backward, detail::sum_rows_into
+#include "weft/ops/fill.hpp"              // zero
+#include "weft/ops/matmul.hpp"            // matmul_forward/backward, bias_backward
+#include "weft/ops/vocab_slice.hpp"       // embedding_slice_*, vocab_slice_* (the vocabulary-parallel halves)
 
 #include <algorithm>
 #include <cmath>
@@ -50,35 +53,30 @@ tp_group& tp_of(const F& f, const char* layer) {
 
 /// All-gather: every rank's slice (B, SL, W) -> the whole (B, TP·SL, W) on every rank.
 /// `tmp`: TP·B·SL·W elements (unused when B == 1).
-template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class T>
-void sp_all_gather(tp_group& g, const T* slice, T* whole, T* tmp) {
+template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class Ctx, class T>
+void sp_all_gather(const Ctx& ctx, tp_group& g, const T* slice, T* whole, T* tmp) {
   constexpr std::size_t n = B * SL * W, run = SL * W;
   if constexpr (B == 1) {
     g.all_gather(slice, whole, n);
   } else {
     g.all_gather(slice, tmp, n);  // (tp, batch, seq/tp, width)
     for (std::size_t r = 0; r < TP; ++r)
-      for (std::size_t b = 0; b < B; ++b) std::copy_n(tmp + (r * B + b) * run, run, whole + (b * TP + r) * run);
+      for (std::size_t b = 0; b < B; ++b) ops::copy(ctx, whole + (b * TP + r) * run, tmp + (r * B + b) * run, run);
   }
 }
 
 /// Reduce-scatter: the whole (B, TP·SL, W) of every rank -> this rank's slice (B, SL, W) of
 /// their sum. `tmp`: TP·B·SL·W elements (unused when B == 1).
-template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class T>
-void sp_reduce_scatter(tp_group& g, const T* whole, T* slice, T* tmp) {
+template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class Ctx, class T>
+void sp_reduce_scatter(const Ctx& ctx, tp_group& g, const T* whole, T* slice, T* tmp) {
   constexpr std::size_t n = B * SL * W, run = SL * W;
   if constexpr (B == 1) {
     g.reduce_scatter_sum(whole, slice, n);
   } else {
     for (std::size_t r = 0; r < TP; ++r)
-      for (std::size_t b = 0; b < B; ++b) std::copy_n(whole + (b * TP + r) * run, run, tmp + (r * B + b) * run);
+      for (std::size_t b = 0; b < B; ++b) ops::copy(ctx, tmp + (r * B + b) * run, whole + (b * TP + r) * run, run);
     g.reduce_scatter_sum(tmp, slice, n);  // from (tp, batch, seq/tp, width)
   }
-}
-
-template <class T>
-void add_into(T* dst, const T* src, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
 // Each packed segment of a column-parallel out axis is divisible by tp (packed<> = the whole axis).
@@ -154,11 +152,11 @@ struct column_parallel_linear : leaf_layer<detail::linear_params<In, Out / TP, r
     const auto* x = in;  // (batch, seq, in)
     if constexpr (SP) {
       static_assert(diag::divisible<F::seq, TP>, "weft::tensor_parallel: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
-      detail::sp_all_gather<TP, F::batch, F::seq / TP, In>(detail::tp_of<TP>(f, "column_parallel_linear"), in, f.kept,
-                                                           f.scratch);
+      detail::sp_all_gather<TP, F::batch, F::seq / TP, In>(f.ctx, detail::tp_of<TP>(f, "column_parallel_linear"), in, f.kept,
+                                                                  f.scratch);
       x = f.kept;
     }
-    ops::matmul_forward<N, In, out_local>(out, x, f.params, Bias ? f.params + In * out_local : nullptr);
+    ops::matmul_forward<N, In, out_local>(f.ctx, out, x, f.params, Bias ? f.params + In * out_local : nullptr);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
@@ -168,18 +166,18 @@ struct column_parallel_linear : leaf_layer<detail::linear_params<In, Out / TP, r
     const T* x = SP ? f.kept : in;
     // This rank's share of the input gradient, apart: din may already hold other paths' gradients.
     T* dx = din ? f.scratch : nullptr;  // (batch, seq, in)
-    if (dx) std::fill_n(dx, N * In, T{0});
-    ops::matmul_backward<N, In, out_local>(dx, f.grads, (Bias && f.grads) ? f.grads + In * out_local : nullptr, dout,
-                                           x, f.params);
+    if (dx) ops::zero(f.ctx, dx, N * In);
+    ops::matmul_backward<N, In, out_local>(f.ctx, dx, f.grads, (Bias && f.grads) ? f.grads + In * out_local : nullptr, dout,
+                                                  x, f.params);
     if (!din) return;
     tp_group& g = detail::tp_of<TP>(f, "column_parallel_linear");
     if constexpr (SP) {
       T* slice = f.scratch + 2 * N * In;  // (batch, seq/tp, in)
-      detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, In>(g, dx, slice, f.scratch + N * In);
-      detail::add_into(din, slice, N / TP * In);
+      detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, In>(f.ctx, g, dx, slice, f.scratch + N * In);
+      ops::accumulate(f.ctx, din, slice, N / TP * In);
     } else {
       g.all_reduce_sum(dx, N * In);
-      detail::add_into(din, dx, N * In);
+      ops::accumulate(f.ctx, din, dx, N * In);
     }
   }
 };
@@ -213,16 +211,16 @@ struct row_parallel_linear : leaf_layer<detail::linear_params<In / TP, Out, role
     if constexpr (SP) {
       static_assert(diag::divisible<F::seq, TP>, "weft::tensor_parallel: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
       T* partial = f.scratch;  // (batch, seq, out)
-      ops::matmul_forward<N, in_local, Out>(partial, in, f.params, nullptr);
-      detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, Out>(g, partial, out, f.scratch + N * Out);
+      ops::matmul_forward<N, in_local, Out>(f.ctx, partial, in, f.params, nullptr);
+      detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, Out>(f.ctx, g, partial, out, f.scratch + N * Out);
       rows_out = N / TP;
     } else {
-      ops::matmul_forward<N, in_local, Out>(out, in, f.params, nullptr);
+      ops::matmul_forward<N, in_local, Out>(f.ctx, out, in, f.params, nullptr);
       g.all_reduce_sum(out, N * Out);
     }
     if constexpr (Bias) {
       const T* bias = f.params + in_local * Out;  // (out)
-      for (std::size_t n = 0; n < rows_out; ++n) detail::add_into(out + n * Out, bias, Out);
+      ops::accumulate_rows(f.ctx, out, bias, rows_out, Out);  // every row += bias
     }
   }
   template <class F>
@@ -233,12 +231,12 @@ struct row_parallel_linear : leaf_layer<detail::linear_params<In / TP, Out, role
     T* dbias = (Bias && f.grads) ? f.grads + in_local * Out : nullptr;
     if constexpr (SP) {
       T* dy = f.scratch;  // (batch, seq, out)
-      detail::sp_all_gather<TP, F::batch, F::seq / TP, Out>(detail::tp_of<TP>(f, "row_parallel_linear"), dout, dy,
-                                                            f.scratch + N * Out);
-      ops::matmul_backward<N, in_local, Out>(din, f.grads, nullptr, dy, in, f.params);
-      if (dbias) ops::detail::sum_rows_into<N / TP, Out>(dbias, dout);  // this rank's slice
+      detail::sp_all_gather<TP, F::batch, F::seq / TP, Out>(f.ctx, detail::tp_of<TP>(f, "row_parallel_linear"), dout, dy,
+                                                                   f.scratch + N * Out);
+      ops::matmul_backward<N, in_local, Out>(f.ctx, din, f.grads, nullptr, dy, in, f.params);
+      if (dbias) ops::bias_backward<N / TP, Out>(f.ctx, dbias, dout);  // this rank's slice
     } else {
-      ops::matmul_backward<N, in_local, Out>(din, f.grads, dbias, dout, in, f.params);
+      ops::matmul_backward<N, in_local, Out>(f.ctx, din, f.grads, dbias, dout, in, f.params);
     }
   }
 };
@@ -269,12 +267,8 @@ struct vocab_parallel_embedding
     tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_embedding");
     const std::size_t lo = static_cast<std::size_t>(g.rank()) * vocab_local;
     T* partial = SP ? f.scratch : out;  // (batch, seq, width)
-    for (std::size_t n = 0; n < N; ++n) {
-      const std::size_t t = static_cast<std::size_t>(f.tokens[n]) - lo;  // wraps when below lo
-      if (t < vocab_local) std::copy_n(f.params + t * C, C, partial + n * C);
-      else std::fill_n(partial + n * C, C, T{0});
-    }
-    if constexpr (SP) detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(g, partial, out, f.scratch + N * C);
+    ops::embedding_slice_forward<N, vocab_local, C>(f.ctx, partial, f.tokens, f.params, lo);  // zeros off the slice
+    if constexpr (SP) detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(f.ctx, g, partial, out, f.scratch + N * C);
     else g.all_reduce_sum(out, N * C);
   }
   template <class F>
@@ -287,13 +281,10 @@ struct vocab_parallel_embedding
     const std::size_t lo = static_cast<std::size_t>(g.rank()) * vocab_local;
     const T* dy = dout;  // (batch, seq, width)
     if constexpr (SP) {
-      detail::sp_all_gather<TP, F::batch, F::seq, C>(g, dout, f.scratch, f.scratch + N * C);
+      detail::sp_all_gather<TP, F::batch, F::seq, C>(f.ctx, g, dout, f.scratch, f.scratch + N * C);
       dy = f.scratch;
     }
-    for (std::size_t n = 0; n < N; ++n) {
-      const std::size_t t = static_cast<std::size_t>(f.tokens[n]) - lo;
-      if (t < vocab_local) detail::add_into(f.grads + t * C, dy + n * C, C);
-    }
+    ops::embedding_slice_backward<N, vocab_local, C>(f.ctx, f.grads, dy, f.tokens, lo);
   }
 };
 
@@ -316,15 +307,15 @@ struct sequence_parallel_positional : leaf_layer<typename positional_embedding<C
     constexpr bool fits = diag::at_most<F::seq * TP, Context>;
     static_assert(fits, "weft::positional_embedding: the sequence is longer than the context. Raise context<N> or shorten seq<N>.");
     const std::size_t first = static_cast<std::size_t>(detail::tp_of<TP>(f, "sequence_parallel_positional").rank()) * F::seq;
-    if (out != in) std::copy_n(in, F::rows * C, out);
-    ops::positional_forward<F::batch, F::seq, C>(out, f.params + first * C);  // (batch, seq/tp, width) += its rows
+    if (out != in) ops::copy(f.ctx, out, in, F::rows * C);
+    ops::positional_forward<F::batch, F::seq, C>(f.ctx, out, f.params + first * C);  // (batch, seq/tp, width) += its rows
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
                        typename F::value_type* din) {
     const std::size_t first = static_cast<std::size_t>(detail::tp_of<TP>(f, "sequence_parallel_positional").rank()) * F::seq;
-    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.grads + first * C, dout);
-    detail::add_into(din, dout, F::rows * C);
+    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.ctx, f.grads + first * C, dout);
+    ops::accumulate(f.ctx, din, dout, F::rows * C);
   }
 };
 
@@ -364,10 +355,10 @@ struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie
     constexpr std::size_t N = F::rows * (SP ? TP : 1);  // rows of the whole micro-batch
     const auto* x = in;                                   // (batch, seq, width)
     if constexpr (SP) {
-      detail::sp_all_gather<TP, F::batch, F::seq, C>(detail::tp_of<TP>(f, "vocab_parallel_lm_head"), in, f.kept, f.scratch);
+      detail::sp_all_gather<TP, F::batch, F::seq, C>(f.ctx, detail::tp_of<TP>(f, "vocab_parallel_lm_head"), in, f.kept, f.scratch);
       x = f.kept;
     }
-    ops::matmul_forward<N, C, vocab_local>(out, x, weight(f), nullptr);  // (batch, seq, vocab/tp)
+    ops::matmul_forward<N, C, vocab_local>(f.ctx, out, x, weight(f), nullptr);  // (batch, seq, vocab/tp)
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
@@ -376,17 +367,17 @@ struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie
     constexpr std::size_t N = F::rows * (SP ? TP : 1);
     const T* x = SP ? f.kept : in;
     T* dx = din ? f.scratch : nullptr;  // (batch, seq, width)
-    if (dx) std::fill_n(dx, N * C, T{0});
-    ops::matmul_backward<N, C, vocab_local>(dx, weight_grad(f), nullptr, dout, x, weight(f));
+    if (dx) ops::zero(f.ctx, dx, N * C);
+    ops::matmul_backward<N, C, vocab_local>(f.ctx, dx, weight_grad(f), nullptr, dout, x, weight(f));
     if (!din) return;
     tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_lm_head");
     if constexpr (SP) {
       T* slice = f.scratch + 2 * N * C;  // (batch, seq/tp, width)
-      detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(g, dx, slice, f.scratch + N * C);
-      detail::add_into(din, slice, F::rows * C);
+      detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(f.ctx, g, dx, slice, f.scratch + N * C);
+      ops::accumulate(f.ctx, din, slice, F::rows * C);
     } else {
       g.all_reduce_sum(dx, N * C);
-      detail::add_into(din, dx, N * C);
+      ops::accumulate(f.ctx, din, dx, N * C);
     }
   }
 };
@@ -400,26 +391,14 @@ inline constexpr std::size_t vocab_parallel_cross_entropy_work = 3 * N;
 namespace detail {
 // Per row: the max over the whole vocabulary, sum(exp(z - max)) and the target's logit, from
 // every rank's slice (VL logits, tokens [lo, lo + VL)). work: (3N) doubles.
-template <std::size_t N, std::size_t VL, class T>
-void vocab_parallel_statistics(tp_group& g, const T* logits, const std::int32_t* targets, std::size_t lo, double* work) {
-  double* mx = work;           // (N)
-  double* sums = work + N;     // (N, 2): sum of exps, target logit
-  for (std::size_t n = 0; n < N; ++n) {
-    const T* z = logits + n * VL;
-    T m = z[0];
-    for (std::size_t v = 1; v < VL; ++v) m = m < z[v] ? z[v] : m;
-    mx[n] = static_cast<double>(m);
-  }
+template <std::size_t N, std::size_t VL, class Ctx, class T>
+void vocab_parallel_statistics(const Ctx& ctx, tp_group& g, const T* logits, const std::int32_t* targets,
+                               std::size_t lo, double* work) {
+  double* mx = work;        // (N)
+  double* sums = work + N;  // (N, 2): sum of exps, target logit
+  ops::vocab_slice_row_max<N, VL>(ctx, mx, logits);
   g.all_reduce_max(mx, N);
-  for (std::size_t n = 0; n < N; ++n) {
-    const T* z = logits + n * VL;
-    const T m = static_cast<T>(mx[n]);
-    ops::detail::acc_t<T> s = 0;
-    for (std::size_t v = 0; v < VL; ++v) s += ops::detail::acc_t<T>(ops::detail::exp_fast(T(z[v] - m)));
-    sums[2 * n] = static_cast<double>(s);
-    const std::size_t t = static_cast<std::size_t>(targets[n]) - lo;  // wraps below lo, and for ignored (< 0) rows
-    sums[2 * n + 1] = (targets[n] >= 0 && t < VL) ? static_cast<double>(z[t]) : 0.0;
-  }
+  ops::vocab_slice_sum_exp<N, VL>(ctx, sums, logits, targets, lo, mx);
   g.all_reduce_sum(sums, 2 * N);
 }
 }  // namespace detail
@@ -429,39 +408,20 @@ void vocab_parallel_statistics(tp_group& g, const T* logits, const std::int32_t*
 /// per-row loss (the same on every rank); the logits are overwritten with this rank's slice of
 /// dloss·(softmax - onehot(target)). Negative targets: loss 0, zero gradient. Three all-
 /// reductions of N rows (max; sum of exps with the target logit). work: (3N) doubles.
-template <std::size_t N, std::size_t VL, class T>
-void vocab_parallel_cross_entropy_forward_backward(tp_group& g, T* losses, T* logits_to_dlogits,
+template <std::size_t N, std::size_t VL, class Ctx, class T>
+void vocab_parallel_cross_entropy_forward_backward(const Ctx& ctx, tp_group& g, T* losses, T* logits_to_dlogits,
                                                    const std::int32_t* targets, T dloss, double* work) {
   const std::size_t lo = static_cast<std::size_t>(g.rank()) * VL;
-  detail::vocab_parallel_statistics<N, VL>(g, logits_to_dlogits, targets, lo, work);
-  using acc = ops::detail::acc_t<T>;
-  for (std::size_t n = 0; n < N; ++n) {
-    T* z = logits_to_dlogits + n * VL;  // (VL) logits in, dlogits out
-    if (targets[n] < 0) {
-      losses[n] = T(0);
-      std::fill_n(z, VL, T(0));
-      continue;
-    }
-    const T m = static_cast<T>(work[n]);
-    const acc sum = static_cast<acc>(work[N + 2 * n]);
-    losses[n] = T(acc(m) + std::log(sum) - static_cast<acc>(work[N + 2 * n + 1]));
-    const T scale = T(acc(dloss) / sum);  // softmax = exp(z - max) / sum
-    for (std::size_t v = 0; v < VL; ++v) z[v] = ops::detail::exp_fast(T(z[v] - m)) * scale;
-    const std::size_t t = static_cast<std::size_t>(targets[n]) - lo;
-    if (t < VL) z[t] -= dloss;
-  }
+  detail::vocab_parallel_statistics<N, VL>(ctx, g, logits_to_dlogits, targets, lo, work);
+  ops::vocab_slice_cross_entropy_backward<N, VL>(ctx, losses, logits_to_dlogits, targets, lo, dloss, work);
 }
 
 /// Evaluation form: losses(N) only, logits untouched.
-template <std::size_t N, std::size_t VL, class T>
-void vocab_parallel_cross_entropy_forward(tp_group& g, T* losses, const T* logits, const std::int32_t* targets,
-                                          double* work) {
-  detail::vocab_parallel_statistics<N, VL>(g, logits, targets, static_cast<std::size_t>(g.rank()) * VL, work);
-  using acc = ops::detail::acc_t<T>;
-  for (std::size_t n = 0; n < N; ++n)
-    losses[n] = targets[n] < 0 ? T(0)
-                               : T(acc(static_cast<T>(work[n])) + std::log(static_cast<acc>(work[N + 2 * n])) -
-                                   static_cast<acc>(work[N + 2 * n + 1]));
+template <std::size_t N, std::size_t VL, class Ctx, class T>
+void vocab_parallel_cross_entropy_forward(const Ctx& ctx, tp_group& g, T* losses, const T* logits,
+                                          const std::int32_t* targets, double* work) {
+  detail::vocab_parallel_statistics<N, VL>(ctx, g, logits, targets, static_cast<std::size_t>(g.rank()) * VL, work);
+  ops::vocab_slice_cross_entropy_loss<N, VL>(ctx, losses, targets, work);
 }
 
 }  // namespace weft

@@ -8,6 +8,7 @@
 #include "weft/ops/detail/fast_math.hpp"    // sqrt_fast
 #include "weft/ops/detail/host_common.hpp"  // parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <cmath>
 #include <cstddef>
@@ -17,9 +18,11 @@ namespace weft::ops {
 /// One AdamW step over n parameters; updates param, m and v in place. t is the 1-based
 /// step number used for bias correction. Weight decay applies to every element given:
 /// pass weight_decay = 0 for the parameter groups that are not decayed.
+struct adamw_step_op {};
+inline constexpr op_fn<adamw_step_op> adamw_step{};
 template <host_element T>
-void adamw_step(T* param, const T* grad, T* m, T* v, std::size_t n, float lr, float beta1, float beta2,
-                float eps, float weight_decay, int t) {
+void op_impl(adamw_step_op, const host_context&, T* param, const T* grad, T* m, T* v, std::size_t n, float lr,
+             float beta1, float beta2, float eps, float weight_decay, int t) {
   // Bias corrections once per call, in double.
   const T correction1 = T(1.0 / (1.0 - std::pow(double(beta1), t)));
   const T correction2 = T(1.0 / (1.0 - std::pow(double(beta2), t)));

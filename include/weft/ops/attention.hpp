@@ -11,6 +11,7 @@
 #include "weft/core/diagnostics.hpp"       // diag::divisible
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <cmath>
 #include <cstddef>
@@ -145,8 +146,12 @@ inline constexpr std::size_t attention_scratch_v = B * H * S * S;
 /// Causal self-attention forward with grouped-query heads.
 /// out (B, S, H*D) is overwritten; att (B, H, S, S) receives the softmax probabilities (kept for
 /// backward; entries above the diagonal are 0); qkv is (B, S, (H + 2*KVH) * D) as described above.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+struct attention_forward_op {};
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+inline constexpr op_fn<attention_forward_op<B, S, H, KVH, D>> attention_forward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
-void attention_forward(T* out, T* att, const T* qkv) {
+void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out, T* att, const T* qkv) {
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
   constexpr std::size_t ld_out = dims::out_width;
@@ -172,8 +177,13 @@ void attention_forward(T* out, T* att, const T* qkv) {
 /// scratch: attention_scratch_v<B, S, H, KVH, D> elements; on return it holds d(loss)/d(preatt),
 /// the gradient of the pre-softmax scores (B, H, S, S), 0 above the diagonal.
 /// att is the forward's kept probabilities for the same qkv.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+struct attention_backward_op {};
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+inline constexpr op_fn<attention_backward_op<B, S, H, KVH, D>> attention_backward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
-void attention_backward(T* dqkv, T* scratch, const T* dout, const T* qkv, const T* att) {
+void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqkv, T* scratch, const T* dout,
+             const T* qkv, const T* att) {
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
   constexpr std::size_t ld_out = dims::out_width;

@@ -9,6 +9,7 @@
 #include "weft/ops/detail/fast_math.hpp"    // exp_fast
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <algorithm>
 #include <cassert>
@@ -39,9 +40,13 @@ void row_max_sum_exp(const T* z, T& max_out, acc_t<T>& sum_out) {
 /// Training form. losses(N) = per-row cross-entropy; then logits_to_dlogits(N, V) is
 /// overwritten (not accumulated) with dloss * (softmax - onehot(target)). Rows whose target
 /// is negative get loss 0 and a zero gradient. Non-negative targets must be < V.
+template <std::size_t N, std::size_t V>
+struct softmax_cross_entropy_forward_backward_op {};
+template <std::size_t N, std::size_t V>
+inline constexpr op_fn<softmax_cross_entropy_forward_backward_op<N, V>> softmax_cross_entropy_forward_backward{};
 template <std::size_t N, std::size_t V, host_element T>
-void softmax_cross_entropy_forward_backward(T* losses, T* logits_to_dlogits, const std::int32_t* targets,
-                                            T dloss) {
+void op_impl(softmax_cross_entropy_forward_backward_op<N, V>, const host_context&, T* losses, T* logits_to_dlogits,
+             const std::int32_t* targets, T dloss) {
   static_assert(detail::check_dims<N, V>::ok);
   using acc = detail::acc_t<T>;
 #pragma omp parallel for if (N * V >= detail::parallel_min_work)
@@ -67,8 +72,13 @@ void softmax_cross_entropy_forward_backward(T* losses, T* logits_to_dlogits, con
 }
 
 /// Evaluation form: losses(N) only, logits(N, V) untouched. Negative targets give loss 0.
+template <std::size_t N, std::size_t V>
+struct softmax_cross_entropy_forward_op {};
+template <std::size_t N, std::size_t V>
+inline constexpr op_fn<softmax_cross_entropy_forward_op<N, V>> softmax_cross_entropy_forward{};
 template <std::size_t N, std::size_t V, host_element T>
-void softmax_cross_entropy_forward(T* losses, const T* logits, const std::int32_t* targets) {
+void op_impl(softmax_cross_entropy_forward_op<N, V>, const host_context&, T* losses, const T* logits,
+             const std::int32_t* targets) {
   static_assert(detail::check_dims<N, V>::ok);
   using acc = detail::acc_t<T>;
 #pragma omp parallel for if (N * V >= detail::parallel_min_work)

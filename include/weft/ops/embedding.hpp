@@ -6,6 +6,7 @@
 // atomics and the sums do not depend on the thread count.
 #include "weft/ops/detail/host_common.hpp"  // check_dims, column_block, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <algorithm>
 #include <cassert>
@@ -15,8 +16,12 @@
 namespace weft::ops {
 
 /// out(N, C) = table(V, C)[idx(N)]. Every idx must lie in [0, V). Overwrites out.
+template <std::size_t N, std::size_t V, std::size_t C>
+struct embedding_forward_op {};
+template <std::size_t N, std::size_t V, std::size_t C>
+inline constexpr op_fn<embedding_forward_op<N, V, C>> embedding_forward{};
 template <std::size_t N, std::size_t V, std::size_t C, host_element T>
-void embedding_forward(T* out, const std::int32_t* idx, const T* table) {
+void op_impl(embedding_forward_op<N, V, C>, const host_context&, T* out, const std::int32_t* idx, const T* table) {
   static_assert(detail::check_dims<N, V, C>::ok);
 #pragma omp parallel for if (N * C >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {
@@ -27,8 +32,12 @@ void embedding_forward(T* out, const std::int32_t* idx, const T* table) {
 }
 
 /// Backward of embedding_forward. Accumulates dtable[idx[n]] += dout[n] (rows of C).
+template <std::size_t N, std::size_t V, std::size_t C>
+struct embedding_backward_op {};
+template <std::size_t N, std::size_t V, std::size_t C>
+inline constexpr op_fn<embedding_backward_op<N, V, C>> embedding_backward{};
 template <std::size_t N, std::size_t V, std::size_t C, host_element T>
-void embedding_backward(T* dtable, const T* dout, const std::int32_t* idx) {
+void op_impl(embedding_backward_op<N, V, C>, const host_context&, T* dtable, const T* dout, const std::int32_t* idx) {
   static_assert(detail::check_dims<N, V, C>::ok);
   constexpr std::size_t blocks = (C + detail::column_block - 1) / detail::column_block;
 #pragma omp parallel for if (N * C >= detail::parallel_min_work && blocks > 1)
@@ -46,8 +55,12 @@ void embedding_backward(T* dtable, const T* dout, const std::int32_t* idx) {
 
 /// out(B, S, C) += wpe(S_max >= S, C)[s] for each batch row b. Adds onto out (the token
 /// embeddings written by embedding_forward).
+template <std::size_t B, std::size_t S, std::size_t C>
+struct positional_forward_op {};
+template <std::size_t B, std::size_t S, std::size_t C>
+inline constexpr op_fn<positional_forward_op<B, S, C>> positional_forward{};
 template <std::size_t B, std::size_t S, std::size_t C, host_element T>
-void positional_forward(T* out, const T* wpe) {
+void op_impl(positional_forward_op<B, S, C>, const host_context&, T* out, const T* wpe) {
   static_assert(detail::check_dims<B, S, C>::ok);
 #pragma omp parallel for if (B * S * C >= detail::parallel_min_work)
   for (std::size_t bs = 0; bs < B * S; ++bs) {
@@ -60,8 +73,12 @@ void positional_forward(T* out, const T* wpe) {
 
 /// Backward of positional_forward. Accumulates dwpe[s] += sum over b of dout[b, s]; only the
 /// first S rows of dwpe are touched.
+template <std::size_t B, std::size_t S, std::size_t C>
+struct positional_backward_op {};
+template <std::size_t B, std::size_t S, std::size_t C>
+inline constexpr op_fn<positional_backward_op<B, S, C>> positional_backward{};
 template <std::size_t B, std::size_t S, std::size_t C, host_element T>
-void positional_backward(T* dwpe, const T* dout) {
+void op_impl(positional_backward_op<B, S, C>, const host_context&, T* dwpe, const T* dout) {
   static_assert(detail::check_dims<B, S, C>::ok);
 #pragma omp parallel for if (B * S * C >= detail::parallel_min_work)
   for (std::size_t s = 0; s < S; ++s) {

@@ -5,6 +5,7 @@
 #include "weft/ops/detail/fast_math.hpp"    // tanh_fast
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <cstddef>
 
@@ -17,8 +18,12 @@ inline constexpr long double gelu_c = 0.044715L;
 }  // namespace detail
 
 /// out(N) = gelu(inp(N)), elementwise. Overwrites out (may alias inp).
+template <std::size_t N>
+struct gelu_forward_op {};
+template <std::size_t N>
+inline constexpr op_fn<gelu_forward_op<N>> gelu_forward{};
 template <std::size_t N, host_element T>
-void gelu_forward(T* out, const T* inp) {
+void op_impl(gelu_forward_op<N>, const host_context&, T* out, const T* inp) {
   static_assert(detail::check_dims<N>::ok);
   constexpr T k = T(detail::gelu_k), c = T(detail::gelu_c);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
@@ -29,8 +34,12 @@ void gelu_forward(T* out, const T* inp) {
 }
 
 /// Backward of gelu_forward. Accumulates dinp(N) += gelu'(inp) * dout.
+template <std::size_t N>
+struct gelu_backward_op {};
+template <std::size_t N>
+inline constexpr op_fn<gelu_backward_op<N>> gelu_backward{};
 template <std::size_t N, host_element T>
-void gelu_backward(T* dinp, const T* inp, const T* dout) {
+void op_impl(gelu_backward_op<N>, const host_context&, T* dinp, const T* inp, const T* dout) {
   static_assert(detail::check_dims<N>::ok);
   constexpr T k = T(detail::gelu_k), c = T(detail::gelu_c);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)

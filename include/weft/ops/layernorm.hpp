@@ -6,6 +6,7 @@
 // kept for backward.
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, column_block, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <algorithm>
 #include <cmath>
@@ -18,8 +19,13 @@ inline constexpr double layernorm_eps = 1e-5;
 
 /// out(N, C) = normalised inp * weight(C) + bias(C); writes the row statistics mean(N) and
 /// rstd(N) that layernorm_backward needs. Overwrites out, mean, rstd.
+template <std::size_t N, std::size_t C>
+struct layernorm_forward_op {};
+template <std::size_t N, std::size_t C>
+inline constexpr op_fn<layernorm_forward_op<N, C>> layernorm_forward{};
 template <std::size_t N, std::size_t C, host_element T>
-void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias) {
+void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, T* mean, T* rstd, const T* inp, const T* weight,
+             const T* bias) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
 #pragma omp parallel for if (N * C >= detail::parallel_min_work)
@@ -46,9 +52,13 @@ void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, 
 }
 
 /// Backward of layernorm_forward. Accumulates into dinp(N, C), dweight(C), dbias(C).
+template <std::size_t N, std::size_t C>
+struct layernorm_backward_op {};
+template <std::size_t N, std::size_t C>
+inline constexpr op_fn<layernorm_backward_op<N, C>> layernorm_backward{};
 template <std::size_t N, std::size_t C, host_element T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                        const T* mean, const T* rstd) {
+void op_impl(layernorm_backward_op<N, C>, const host_context&, T* dinp, T* dweight, T* dbias, const T* dout,
+             const T* inp, const T* weight, const T* mean, const T* rstd) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
   [[maybe_unused]] constexpr bool big = N * C >= detail::parallel_min_work;

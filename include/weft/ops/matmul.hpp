@@ -7,6 +7,7 @@
 #include "weft/ops/detail/gemm.hpp"         // gemm
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, column_block, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <algorithm>
 #include <climits>
@@ -53,8 +54,13 @@ void sum_rows_into(T* dbias, const T* dout) {
 
 /// out(N, OC) = inp(N, C) · weight(OC, C)^T + bias(OC); bias may be null (plain nullptr
 /// works). Overwrites out.
+template <std::size_t N, std::size_t C, std::size_t OC>
+struct matmul_forward_op {};
+template <std::size_t N, std::size_t C, std::size_t OC>
+inline constexpr op_fn<matmul_forward_op<N, C, OC>> matmul_forward{};
 template <std::size_t N, std::size_t C, std::size_t OC, host_element T>
-void matmul_forward(T* out, const T* inp, const T* weight, const std::type_identity_t<T>* bias) {
+void op_impl(matmul_forward_op<N, C, OC>, const host_context&, T* out, const T* inp, const T* weight,
+             const std::type_identity_t<T>* bias) {
   static_assert(detail::matmul_checks<N, C, OC>());
   if (bias != nullptr) {
     // Start every row of out at the bias, then let the product add onto it (beta = 1).
@@ -69,15 +75,31 @@ void matmul_forward(T* out, const T* inp, const T* weight, const std::type_ident
 /// dweight(OC, C) += dout^T · inp, dbias(OC) += column sums of dout. dinp and dbias may be
 /// null (the input needs no gradient / the layer has no bias); a plain nullptr works, T is
 /// deduced from the other pointers.
+template <std::size_t N, std::size_t C, std::size_t OC>
+struct matmul_backward_op {};
+template <std::size_t N, std::size_t C, std::size_t OC>
+inline constexpr op_fn<matmul_backward_op<N, C, OC>> matmul_backward{};
 template <std::size_t N, std::size_t C, std::size_t OC, host_element T>
-void matmul_backward(std::type_identity_t<T>* dinp, T* dweight, std::type_identity_t<T>* dbias, const T* dout,
-                     const T* inp, const T* weight) {
+void op_impl(matmul_backward_op<N, C, OC>, const host_context&, std::type_identity_t<T>* dinp, T* dweight,
+             std::type_identity_t<T>* dbias, const T* dout, const T* inp, const T* weight) {
   static_assert(detail::matmul_checks<N, C, OC>());
   // (N, C) += (N, OC) · (OC, C)
   if (dinp != nullptr) detail::gemm<T>(false, false, N, C, OC, T(1), dout, OC, weight, C, T(1), dinp, C);
   // (OC, C) += (N, OC)^T · (N, C)
   detail::gemm<T>(true, false, OC, C, N, T(1), dout, OC, inp, C, T(1), dweight, C);
   if (dbias != nullptr) detail::sum_rows_into<N, OC>(dbias, dout);
+}
+
+/// dbias(OC) += column sums of dout(N, OC): the bias gradient of matmul_backward on its own
+/// (a row-parallel linear under sequence parallelism sums its bias over a sequence slice).
+template <std::size_t N, std::size_t OC>
+struct bias_backward_op {};
+template <std::size_t N, std::size_t OC>
+inline constexpr op_fn<bias_backward_op<N, OC>> bias_backward{};
+template <std::size_t N, std::size_t OC, host_element T>
+void op_impl(bias_backward_op<N, OC>, const host_context&, T* dbias, const T* dout) {
+  static_assert(detail::check_dims<N, OC>::ok);
+  detail::sum_rows_into<N, OC>(dbias, dout);
 }
 
 }  // namespace weft::ops

@@ -2,6 +2,7 @@
 // ---- residual connection: out = a + b ----
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <cstddef>
 
@@ -9,8 +10,12 @@ namespace weft::ops {
 
 /// out(N) = a(N) + b(N), elementwise; N is the total element count. Overwrites out (may
 /// alias a or b).
+template <std::size_t N>
+struct residual_forward_op {};
+template <std::size_t N>
+inline constexpr op_fn<residual_forward_op<N>> residual_forward{};
 template <std::size_t N, host_element T>
-void residual_forward(T* out, const T* a, const T* b) {
+void op_impl(residual_forward_op<N>, const host_context&, T* out, const T* a, const T* b) {
   static_assert(detail::check_dims<N>::ok);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) out[i] = a[i] + b[i];
@@ -18,8 +23,12 @@ void residual_forward(T* out, const T* a, const T* b) {
 
 /// Backward of residual_forward. Accumulates da(N) += dout and db(N) += dout. da and db must
 /// not alias dout (nor each other).
+template <std::size_t N>
+struct residual_backward_op {};
+template <std::size_t N>
+inline constexpr op_fn<residual_backward_op<N>> residual_backward{};
 template <std::size_t N, host_element T>
-void residual_backward(T* da, T* db, const T* dout) {
+void op_impl(residual_backward_op<N>, const host_context&, T* da, T* db, const T* dout) {
   static_assert(detail::check_dims<N>::ok);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {

@@ -4,6 +4,7 @@
 // No mean subtraction and no bias. rstd is kept for backward.
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, column_block, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <algorithm>
 #include <cmath>
@@ -15,8 +16,12 @@ namespace weft::ops {
 inline constexpr double rmsnorm_eps = 1e-5;
 
 /// out(N, C) = inp * rstd * weight(C); writes rstd(N) for rmsnorm_backward. Overwrites out, rstd.
+template <std::size_t N, std::size_t C>
+struct rmsnorm_forward_op {};
+template <std::size_t N, std::size_t C>
+inline constexpr op_fn<rmsnorm_forward_op<N, C>> rmsnorm_forward{};
 template <std::size_t N, std::size_t C, host_element T>
-void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight) {
+void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, T* rstd, const T* inp, const T* weight) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
 #pragma omp parallel for if (N * C >= detail::parallel_min_work)
@@ -34,8 +39,13 @@ void rmsnorm_forward(T* out, T* rstd, const T* inp, const T* weight) {
 }
 
 /// Backward of rmsnorm_forward. Accumulates into dinp(N, C) and dweight(C).
+template <std::size_t N, std::size_t C>
+struct rmsnorm_backward_op {};
+template <std::size_t N, std::size_t C>
+inline constexpr op_fn<rmsnorm_backward_op<N, C>> rmsnorm_backward{};
 template <std::size_t N, std::size_t C, host_element T>
-void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const T* rstd) {
+void op_impl(rmsnorm_backward_op<N, C>, const host_context&, T* dinp, T* dweight, const T* dout, const T* inp,
+             const T* weight, const T* rstd) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
   [[maybe_unused]] constexpr bool big = N * C >= detail::parallel_min_work;

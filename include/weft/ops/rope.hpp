@@ -12,6 +12,7 @@
 #include "weft/core/diagnostics.hpp"       // diag::divisible
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <array>
 #include <cmath>
@@ -71,8 +72,12 @@ const rope_table<S, D, T>& rope_cached_table() {
 /// Rotary embedding forward: qkv_out (B, S, (H + 2*KVH) * D) is overwritten with qkv_in whose q and
 /// k heads are rotated (v heads copied). qkv_out may equal qkv_in (in place); otherwise they must
 /// not overlap.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+struct rope_forward_op {};
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+inline constexpr op_fn<rope_forward_op<B, S, H, KVH, D>> rope_forward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
-void rope_forward(T* qkv_out, const T* qkv_in) {
+void op_impl(rope_forward_op<B, S, H, KVH, D>, const host_context&, T* qkv_out, const T* qkv_in) {
   using dims = detail::rope_dims<B, S, H, KVH, D>;
   constexpr std::size_t half = dims::half;
   constexpr std::size_t ld = dims::qkv_width;
@@ -109,8 +114,12 @@ void rope_forward(T* qkv_out, const T* qkv_in) {
 
 /// Rotary embedding backward: accumulates (+=) the inverse rotation of dqkv_out (B, S, (H + 2*KVH) * D)
 /// into dqkv_in (v heads pass straight through). The two buffers must not overlap.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+struct rope_backward_op {};
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+inline constexpr op_fn<rope_backward_op<B, S, H, KVH, D>> rope_backward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
-void rope_backward(T* dqkv_in, const T* dqkv_out) {
+void op_impl(rope_backward_op<B, S, H, KVH, D>, const host_context&, T* dqkv_in, const T* dqkv_out) {
   using dims = detail::rope_dims<B, S, H, KVH, D>;
   constexpr std::size_t half = dims::half;
   constexpr std::size_t ld = dims::qkv_width;

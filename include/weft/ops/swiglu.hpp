@@ -5,14 +5,19 @@
 #include "weft/ops/detail/fast_math.hpp"    // sigmoid_fast
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
 
 #include <cstddef>
 
 namespace weft::ops {
 
 /// out(N, H) = silu(inp[:, :H]) * inp[:, H:], with inp (N, 2H). Overwrites out.
+template <std::size_t N, std::size_t H>
+struct swiglu_forward_op {};
+template <std::size_t N, std::size_t H>
+inline constexpr op_fn<swiglu_forward_op<N, H>> swiglu_forward{};
 template <std::size_t N, std::size_t H, host_element T>
-void swiglu_forward(T* out, const T* inp) {
+void op_impl(swiglu_forward_op<N, H>, const host_context&, T* out, const T* inp) {
   static_assert(detail::check_dims<N, H>::ok);
 #pragma omp parallel for if (N * H >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {
@@ -26,8 +31,12 @@ void swiglu_forward(T* out, const T* inp) {
 
 /// Backward of swiglu_forward. Accumulates into dinp(N, 2H): the gate half gets
 /// dout * up * silu'(gate), the up half dout * silu(gate).
+template <std::size_t N, std::size_t H>
+struct swiglu_backward_op {};
+template <std::size_t N, std::size_t H>
+inline constexpr op_fn<swiglu_backward_op<N, H>> swiglu_backward{};
 template <std::size_t N, std::size_t H, host_element T>
-void swiglu_backward(T* dinp, const T* inp, const T* dout) {
+void op_impl(swiglu_backward_op<N, H>, const host_context&, T* dinp, const T* inp, const T* dout) {
   static_assert(detail::check_dims<N, H>::ok);
 #pragma omp parallel for if (N * H >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {

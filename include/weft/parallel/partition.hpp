@@ -8,7 +8,10 @@
 //   checks for heads, kv_heads, ffn and vocab);
 // * replicated parameters (norms, row-parallel biases, learned positions) are held whole by
 //   every tensor-parallel rank: they count fully on each;
-// * a layer the walk does not know counts as replicated.
+// * branch_sum<...> (parallel branches) is the sum of its branches;
+// * a layer the walk does not know (neither a composition above nor a leaf_layer<> with roles)
+//   counts whole when tp is 1; with tp > 1 it is a compile error, not a guess: how tensor
+//   parallelism cuts it is unknown (see docs/tensor_parallel.md, "Layers of your own").
 //
 // For pipelines the model must be a sequential whose blocks are one repeat<N, Block> (gpt and
 // llama are): the layers before it (embeddings) go to the first stage, the blocks are dealt
@@ -29,6 +32,8 @@ template <std::size_t V, std::size_t C, class Tie>
 struct lm_head;
 template <std::size_t H>
 struct swiglu;
+template <class... Fs>
+struct branch_sum;
 
 /// Parameter elements of a layer by tensor-parallel role, and per rank of `tp`.
 struct param_split {
@@ -103,6 +108,10 @@ template <std::size_t Tp, class... Ls>
 constexpr layer_facts facts(const sequential<Ls...>*, priority<1>) {
   return (layer_facts{} + ... + facts_of<Tp, Ls>());
 }
+template <std::size_t Tp, class... Fs>
+constexpr layer_facts facts(const branch_sum<Fs...>*, priority<1>) {
+  return (layer_facts{} + ... + facts_of<Tp, Fs>());
+}
 // named<> and residual<>: the wrapped layer.
 template <std::size_t Tp, class L>
   requires requires { typename L::inner; }
@@ -122,13 +131,25 @@ constexpr layer_facts facts(const L*, priority<1>) {
   return f;
 }
 
-// Layers the overloads above do not know count as replicated.
+// A layer the overloads above do not know, with parameters, under tensor parallelism (the
+// compiler prints the layer type and tp with the message).
+template <class L, std::size_t Tp, bool Known>
+inline constexpr bool partition_layer_known = Known;
+
+// Layers the overloads above do not know: whole when tp is 1 (or they have no parameters),
+// otherwise an error rather than a replicated guess.
 template <std::size_t Tp, class L>
 constexpr layer_facts facts_of() {
-  if constexpr (requires { facts<Tp>(static_cast<const L*>(nullptr), priority<1>{}); })
+  if constexpr (requires { facts<Tp>(static_cast<const L*>(nullptr), priority<1>{}); }) {
     return facts<Tp>(static_cast<const L*>(nullptr), priority<1>{});
-  else
+  } else {
+    static_assert(partition_layer_known<L, Tp, (Tp == 1 || L::param_count == 0)>,
+                  "weft::model_partition: a layer with parameters is neither a weft composition nor a "
+                  "leaf_layer<param_list<...>>, so how tensor parallelism cuts it is unknown (see "
+                  "partition_layer_known<Layer, tp, false>). Build it from sequential, residual, named, repeat and "
+                  "branch_sum, or derive it from leaf_layer<param_list<param<..., role>...>>.");
     return {{L::param_count, L::param_count, 0, L::param_count, true}, 0, false};
+  }
 }
 
 // The repeat<N, Block> a layer is (through named<>), if any.

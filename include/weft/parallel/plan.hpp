@@ -111,10 +111,10 @@ struct plan {
   using strategy_type = detail::first_of_t<detail::is_strategy, single_rank_strategy, Options...>;
   /// The model as written (names, parameters, memory_model and comm_volume take this one).
   using model_type = Model;
-  /// The recomputation the host executor runs: the strategy's policy on a single model-parallel
-  /// rank (tp = pp = 1); with tensor or pipeline parallelism only memory_model accounts for it.
-  using executed_recompute = std::conditional_t<strategy_type::tp == 1 && strategy_type::pp == 1,
-                                                typename strategy_type::recompute_type, none>;
+  /// The recomputation the executors run: the strategy's policy, on every kind of rank (the
+  /// tensor-parallel shard maps recomputed<> and selective_attention<>; a pipeline stage is cut
+  /// from model_type first and then mapped, see pipeline_step).
+  using executed_recompute = typename strategy_type::recompute_type;
   /// The model the steps execute: `Model` under the strategy's recompute<> policy
   /// (parallel/recompute.hpp); the same parameters, fewer kept activations.
   using model = with_recompute_t<Model, executed_recompute>;

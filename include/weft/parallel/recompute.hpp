@@ -1,6 +1,6 @@
 #pragma once
 // ---- with_recompute_t: a model under a recomputation policy ----
-// with_recompute_t<Model, Policy> maps the model's type through sequential, named and residual
+// with_recompute_t<Model, Policy> maps the model's type through sequential, named, residual and branch_sum
 // (and a model type derived from a sequential, such as gpt and llama) to the layers of
 // model/recompute.hpp:
 //   none       the model itself
@@ -10,10 +10,12 @@
 // the mapped model (plan::model) when its strategy says recompute<full> or recompute<selective>.
 #include "weft/model/causal_attention.hpp"  // causal_attention
 #include "weft/model/named.hpp"             // named
+#include "weft/model/parallel_branches.hpp" // branch_sum
 #include "weft/model/recompute.hpp"         // recomputed, selective_attention, recompute_model
 #include "weft/model/repeat.hpp"            // repeat
 #include "weft/model/residual.hpp"          // residual
 #include "weft/model/sequential.hpp"        // sequential
+#include "weft/parallel/pipeline_stage.hpp"  // carried_params
 #include "weft/parallel/strategy.hpp"       // recompute_kind, none, selective, full
 
 #include <cstddef>
@@ -43,8 +45,23 @@ template <class L>
 concept derived_from_sequential =
     !is_sequential<L>::value && requires(const L* p) { detail::sequential_base_of(p); };
 
+// A layer selective recomputation cannot look into: neither a composition it maps nor a leaf
+// (leaf_layer<...> / stateless_layer); the compiler prints its type with the message.
+template <class L, bool Transparent>
+inline constexpr bool selective_sees_inside = Transparent;
+template <class L>
+inline constexpr bool is_leaf_layer = requires { typename L::params; };  // leaf_layer<...>, stateless_layer
+
 template <class L, recompute_kind K>
 struct recompute_map {
+  // recompute<selective> drops the attention probabilities of every causal_attention it finds;
+  // one hidden in a layer of unknown structure would be kept while the memory model counts it
+  // dropped, so such a layer is an error rather than silently left alone.
+  static_assert(selective_sees_inside<L, K != recompute_kind::selective || is_leaf_layer<L>>,
+                "weft::recompute: selective recomputation cannot see inside this layer (see "
+                "selective_sees_inside<Layer, false>). Build it from sequential, residual, named, repeat and "
+                "branch_sum (which it maps), derive a leaf from leaf_layer<...> or stateless_layer, or use "
+                "recompute<full> or recompute<none>.");
   using type = L;  // leaves, and what the policy leaves alone
 };
 template <class L, recompute_kind K>
@@ -63,6 +80,10 @@ template <class Inner, recompute_kind K>
 struct recompute_map<residual<Inner>, K> {
   using type = residual<recompute_map_t<Inner, K>>;
 };
+template <class... Fs, recompute_kind K>
+struct recompute_map<branch_sum<Fs...>, K> {
+  using type = branch_sum<recompute_map_t<Fs, K>...>;
+};
 template <std::size_t N, class Block, std::size_t First, recompute_kind K>
 struct recompute_map<repeat<N, Block, First>, K> {
   using type = std::conditional_t<K == recompute_kind::full, recomputed<repeat<N, Block, First>>,
@@ -72,6 +93,12 @@ template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc, recompute
 struct recompute_map<causal_attention<H, KVH, D, PosEnc>, K> {
   using type = std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc>,
                                   causal_attention<H, KVH, D, PosEnc>>;
+};
+// A pipeline stage's carried copy of a tied embedding: the stage's layers mapped, the carried
+// parameters left as they are (they are never run).
+template <class Carried, class Inner, recompute_kind K>
+struct recompute_map<carried_params<Carried, Inner>, K> {
+  using type = carried_params<Carried, recompute_map_t<Inner, K>>;
 };
 template <class L, recompute_kind K>
   requires derived_from_sequential<L>

@@ -19,11 +19,16 @@
 #include "weft/model/causal_attention.hpp"          // causal_attention
 #include "weft/model/gelu.hpp"                      // gelu
 #include "weft/model/layer.hpp"                     // layer, language_model, param_info, tp_group
+#include "weft/model/layer_check.hpp"               // detail::invalid_layer
 #include "weft/model/layernorm.hpp"                 // layernorm
 #include "weft/model/linear.hpp"                    // linear, packed
 #include "weft/model/lm_head.hpp"                   // lm_head
 #include "weft/model/named.hpp"                     // named
+#include "weft/model/bias_free_layernorm.hpp"       // bias_free_layernorm
+#include "weft/model/parallel_branches.hpp"         // branch_sum
+#include "weft/model/qk_norm.hpp"                   // qk_norm
 #include "weft/model/positional_embedding.hpp"      // positional_embedding
+#include "weft/model/recompute.hpp"                 // recomputed, selective_attention
 #include "weft/model/repeat.hpp"                    // repeat
 #include "weft/model/residual.hpp"                  // residual
 #include "weft/model/rmsnorm.hpp"                   // rmsnorm
@@ -53,12 +58,12 @@ namespace detail {
 template <class L, bool Ok>
 struct tp_form_check {
   static_assert(Ok, "weft::tp_shard: no tensor-parallel form is known for this layer (see tp_form_check<Layer, false>). Build the model from weft's layers (a vocabulary projection is lm_head<>, not a linear with role::vocab), or specialise weft::tp_shard<Layer, TP, SP, InRegion> for it.");
-  static constexpr bool ok = Ok;
+  static constexpr bool ok = true;  // the assertion above is the one diagnostic; users assert `ok` to instantiate it
 };
 template <class L, bool InRegion, bool Ok>
 struct tp_placement_check {
   static_assert(Ok, "weft::tp_shard: a layer is on the wrong side of a tensor-parallel region (see tp_placement_check<Layer, in_region, false>). A column-parallel linear opens a region and a row-parallel linear closes it, as first and last layer of one sequential (as in attention<> and the MLPs); between them go causal_attention, gelu and swiglu; embeddings, norms, positions, heads and replicated linears go outside; regions do not nest. Arrange the layers so.");
-  static constexpr bool ok = Ok;
+  static constexpr bool ok = true;  // as tp_form_check::ok
 };
 template <class L, bool InRegion>
 inline constexpr bool tp_inside = tp_placement_check<L, InRegion, InRegion>::ok;
@@ -98,7 +103,9 @@ inline constexpr bool opens_tp_region =
 template <class L, std::size_t TP, bool SP = false, bool InRegion = false>
 struct tp_shard {
   static_assert(detail::tp_form_check<L, false>::ok);
-  using type = L;
+  // A stand-in with L's widths that compositions do not check again (layer_check.hpp), so the
+  // message above is the only one.
+  using type = detail::invalid_layer<L>;
 };
 template <class L, std::size_t TP, bool SP = false, bool InRegion = false>
 using tp_shard_t = typename tp_shard<L, TP, SP, InRegion>::type;
@@ -120,9 +127,22 @@ template <class Inner, std::size_t TP, bool SP, bool R>
 struct tp_shard<residual<Inner>, TP, SP, R> {
   using type = residual<tp_shard_t<Inner, TP, SP, R>>;
 };
+// Parallel branches: each branch mapped on its own (an attention or MLP branch is a region of
+// its own, closed by its own reduction), so the sum is of whole rows.
+template <class... Fs, std::size_t TP, bool SP, bool R>
+struct tp_shard<branch_sum<Fs...>, TP, SP, R> {
+  using type = branch_sum<tp_shard_t<Fs, TP, SP, R>...>;
+};
 template <std::size_t N, class Block, std::size_t First, std::size_t TP, bool SP, bool R>
 struct tp_shard<repeat<N, Block, First>, TP, SP, R> {  // First: a pipeline stage's first block
   using type = repeat<N, tp_shard_t<Block, TP, SP, R>, First>;
+};
+// Recomputation (parallel/recompute.hpp) is kept through the shard: a recomputed stack of blocks
+// recomputes its shards' activations (their collectives run again, in the same order on every
+// rank), and selective attention shards as attention does.
+template <std::size_t N, class Block, std::size_t First, std::size_t TP, bool SP, bool R>
+struct tp_shard<recomputed<repeat<N, Block, First>>, TP, SP, R> {
+  using type = recomputed<tp_shard_t<repeat<N, Block, First>, TP, SP, R>>;
 };
 
 // A pipeline stage's carried copy of a tied embedding (pipeline_stage.hpp): both parts mapped,
@@ -151,6 +171,11 @@ struct tp_shard<causal_attention<H, KVH, D, Pos>, TP, SP, R> {
   static_assert(kv_heads_divisible, "weft::tensor_parallel: kv_heads is not divisible by tp, so the key/value heads cannot be split. Choose a tp that divides kv_heads.");
   static_assert(detail::tp_inside<causal_attention<H, KVH, D, Pos>, R>);
   using type = causal_attention<(heads_divisible ? H / TP : 1), (kv_heads_divisible ? KVH / TP : 1), D, Pos>;
+};
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t TP, bool SP, bool R>
+struct tp_shard<selective_attention<H, KVH, D, Pos>, TP, SP, R> {
+  using checked = tp_shard_t<causal_attention<H, KVH, D, Pos>, TP, SP, R>;  // the same checks as attention's
+  using type = selective_attention<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos>;
 };
 template <std::size_t F, std::size_t TP, bool SP, bool R>
 struct tp_shard<gelu<F>, TP, SP, R> {
@@ -186,6 +211,20 @@ struct tp_shard<layernorm<C>, TP, SP, R> {
   static_assert(detail::tp_outside<layernorm<C>, R>);
   using type = layernorm<C>;
 };
+// QK-norm's gains are shared by heads on different ranks; their gradients would need a sum
+// over the group inside the region, which the steps do not do: one process only, for now.
+template <std::size_t H, std::size_t KVH, std::size_t D, std::size_t TP, bool SP, bool R>
+struct tp_shard<qk_norm<H, KVH, D>, TP, SP, R> {
+  static constexpr bool single_rank = diag::equal<TP, 1>;
+  static_assert(single_rank, "weft::qk_norm: tensor parallelism of QK-norm is not supported yet (its per-head gains are shared by heads on different ranks). Train a model with qk_norm_attention at tp 1.");
+  // The rank's heads, so that the region around it still chains after the message above.
+  using type = qk_norm<(diag::divisible<H, TP> ? H / TP : H), (diag::divisible<KVH, TP> ? KVH / TP : KVH), D>;
+};
+template <std::size_t C, std::size_t TP, bool SP, bool R>
+struct tp_shard<bias_free_layernorm<C>, TP, SP, R> {
+  static_assert(detail::tp_outside<bias_free_layernorm<C>, R>);
+  using type = bias_free_layernorm<C>;
+};
 template <std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<rmsnorm<C>, TP, SP, R> {
   static_assert(detail::tp_outside<rmsnorm<C>, R>);
@@ -205,8 +244,21 @@ using sequential_base_t = decltype(sequential_base(static_cast<const M*>(nullptr
 /// The model one of `TP` tensor-parallel ranks runs (`SP`: with sequence parallelism). Its
 /// parameters keep the single-process names, with each rank's shard shapes; its logits are
 /// the rank's vocabulary slice, (batch, seq, vocab/tp).
+namespace detail {
+// The layers a model runs: a recompute_model's body (recomputed blocks), else its sequential.
+template <class Model>
+struct executed_body {
+  using type = sequential_base_t<Model>;
+};
+template <class Model>
+  requires requires { typename Model::body; typename Model::base_model; }
+struct executed_body<Model> {
+  using type = typename Model::body;
+};
+}  // namespace detail
+
 template <language_model Model, std::size_t TP, bool SP = false>
-struct tp_model : tp_shard_t<detail::sequential_base_t<Model>, TP, SP> {
+struct tp_model : tp_shard_t<typename detail::executed_body<Model>::type, TP, SP> {
   using global_model = Model;
   static constexpr std::size_t tp = TP;
   static constexpr bool sequence_parallel = SP;

@@ -16,6 +16,10 @@
 #include "weft/comm/communicator.hpp"    // communicator, reduce_op
 #include "weft/model/layer.hpp"          // grad_ready_hook
 #include "weft/ops/adamw.hpp"            // adamw_step
+#include "weft/ops/clip.hpp"             // clip
+#include "weft/ops/copy.hpp"             // copy
+#include "weft/ops/fill.hpp"             // zero
+#include "weft/ops/sum_squares.hpp"      // sum_squares_continue
 #include "weft/train/training_step.hpp"  // training_step, train_options, step_metrics
 
 #include <algorithm>
@@ -116,7 +120,7 @@ class data_parallel_step {
     const auto t0 = std::chrono::steady_clock::now();
     if constexpr (Zero == 3) gather_parameters();
     auto grads = local_.grads();
-    std::fill(grads.begin(), grads.end(), T{0});
+    ops::zero(local_.context(), grads.data(), grads.size());
     std::size_t k = 0;
     double loss_sum = 0;
     if constexpr (requires { local_.forward_backward(fill, dp_); }) {
@@ -208,8 +212,7 @@ class data_parallel_step {
     if constexpr (Zero >= 1) {
       // g covers [shard_begin_, shard_begin_ + shard_size_) of the parameter block.
       auto add = [&](std::size_t b, std::size_t e) {
-        for (std::size_t i = b; i < e; ++i)
-          sq += static_cast<double>(g[i - shard_begin_]) * static_cast<double>(g[i - shard_begin_]);
+        sq = ops::sum_squares_continue(local_.context(), sq, g.data() + (b - shard_begin_), e - b);
       };
       std::size_t from = shard_begin_;
       const std::size_t end = shard_begin_ + shard_size_;
@@ -225,7 +228,7 @@ class data_parallel_step {
       sq = local_.grad_norm_squared();  // all gradients are here; the local step knows its replicas
     }
     const double norm = std::sqrt(sq);
-    detail::clip_in_place(g.data(), g.size(), norm, local_.options().grad_clip);
+    ops::clip(local_.context(), g.data(), g.size(), norm, local_.options().grad_clip);
     return norm;
   }
 
@@ -241,13 +244,13 @@ class data_parallel_step {
       T* grads = Zero >= 2 ? grad_shard_.data() - static_cast<std::ptrdiff_t>(shard_begin_) : local_.grads().data();
       for (const auto& g : shard_groups_) {
         const std::size_t at = g.offset - shard_begin_;
-        ops::adamw_step(params + g.offset, grads + g.offset, m_.data() + at, v_.data() + at, g.size,
-                        static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
+        ops::adamw_step(local_.context(), params + g.offset, grads + g.offset, m_.data() + at, v_.data() + at, g.size,
+                                          static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
       }
       if constexpr (Zero <= 2) {
         // Every rank's updated shard into everyone's parameters.
         auto p = local_.params();
-        std::copy_n(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_), shard_size_, send_.begin());
+        ops::copy(local_.context(), send_.data(), p.data() + shard_begin_, shard_size_);
         group_.all_gather_v(std::span<const T>(send_), p, counts_);
       }
       return lr;

@@ -32,7 +32,7 @@ template <class Plan, class Comm>
 struct local_step_of<Plan, Comm> {
   using strategy_type = typename Plan::strategy_type;
   using type = pipeline_step<Plan, Plan::pp, typename strategy_type::schedule_type, strategy_type::microbatches, Comm,
-                             Plan::tp>;
+                             Plan::tp, strategy_type::sequence_parallel>;
 };
 template <class Plan, class Comm>
 using local_step_t = typename local_step_of<Plan, Comm>::type;
@@ -46,8 +46,6 @@ class distributed_step {
   using strategy_type = typename Plan::strategy_type;
   using local_step = detail::local_step_t<Plan, Comm>;
   static constexpr std::size_t tp = Plan::tp, pp = Plan::pp;
-  static constexpr bool sp_and_pp = Plan::strategy_type::sequence_parallel && pp > 1;
-  static_assert(!sp_and_pp, "weft::distributed_step: sequence parallelism inside a pipeline is not executed yet. Drop sequence_parallel from tensor_parallel<> when pipeline<> is given.");
 
   distributed_step(Comm& world, train_options options = {})
       : world_(world),

@@ -42,10 +42,16 @@
 #include "weft/comm/communicator.hpp"        // communicator, reduce_op
 #include "weft/comm/tp_adapter.hpp"          // make_tp_group
 #include "weft/model/layer.hpp"              // frame, param_info, init_context
+#include "weft/exec/context.hpp"            // host_context
 #include "weft/ops/adamw.hpp"                // adamw_step
+#include "weft/ops/clip.hpp"                 // clip
 #include "weft/ops/cross_entropy.hpp"        // softmax_cross_entropy_forward_backward, _forward
+#include "weft/ops/fill.hpp"                 // zero
+#include "weft/ops/mean_loss.hpp"            // mean_loss
+#include "weft/ops/sum_squares.hpp"          // sum_squares_continue
 #include "weft/parallel/instruction.hpp"     // instruction, instruction_kind
 #include "weft/parallel/pipeline_stage.hpp"  // pipeline_stage, pipeline_stage_t
+#include "weft/parallel/recompute.hpp"       // with_recompute_t
 #include "weft/parallel/schedule.hpp"        // schedule_tag, schedule_v, schedule_report_v
 #include "weft/parallel/tensor_parallel.hpp" // tp_shard_t, gather_shards
 #include "weft/train/tensor_parallel_step.hpp"  // initialise_shards
@@ -132,6 +138,7 @@ struct pipeline_chunk_frame {
   T* scratch;
   const std::int32_t* tokens;
   tp_group* tp;  // nullptr without tensor parallelism
+  host_context ctx;
 };
 
 template <class T>
@@ -155,6 +162,7 @@ frame<T, B, S, L> pipeline_frame(const pipeline_chunk_frame<T>& c) {
   f.root_grads = c.grads;
   f.tokens = c.tokens;
   f.tp = c.tp;
+  f.ctx = c.ctx;
   return f;
 }
 template <class T, std::size_t B, std::size_t S, class L>
@@ -171,16 +179,16 @@ void pipeline_visit(std::vector<param_info>& out, std::size_t base, std::size_t 
 }
 
 // A stage's layer as one of TP tensor-parallel ranks runs it (itself when TP is 1).
-template <class L, std::size_t TP>
+template <class L, std::size_t TP, bool SP = false>
 struct pipeline_tp {
-  using type = tp_shard_t<L, TP>;
+  using type = tp_shard_t<L, TP, SP>;
 };
-template <class L>
-struct pipeline_tp<L, 1> {
+template <class L, bool SP>
+struct pipeline_tp<L, 1, SP> {
   using type = L;
 };
-template <class L, std::size_t TP>
-using pipeline_tp_t = typename pipeline_tp<L, TP>::type;
+template <class L, std::size_t TP, bool SP = false>
+using pipeline_tp_t = typename pipeline_tp<L, TP, SP>::type;
 
 // The tied range of a stage in the embedding group, in the sharded layer's block.
 template <class Info, std::size_t TP>
@@ -195,10 +203,13 @@ constexpr std::size_t pipeline_tied_count() {
   else return pipeline_tp_t<std::tuple_element_t<Info::tied_owner_index, typename Info::prefix::tuple>, TP>::param_count;
 }
 
-template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t TP, std::size_t I>
+// S is the tokens per sequence each rank's layers see: the sequence slice S/TP under SP.
+template <class Model, class Recompute, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V,
+          std::size_t TP, bool SP, std::size_t I>
 constexpr pipeline_chunk_facts<T> pipeline_facts_at() {
   using info = pipeline_stage<Model, P, I / V, V, I % V>;
-  using L = pipeline_tp_t<typename info::type, TP>;
+  // Cut first, then recompute (the stage's own repeat or attention), then shard.
+  using L = pipeline_tp_t<with_recompute_t<typename info::type, Recompute>, TP, SP>;
   return {L::param_count,
           L::template kept_count<B, S>,
           L::template scratch_count<B, S>,
@@ -212,27 +223,33 @@ constexpr pipeline_chunk_facts<T> pipeline_facts_at() {
           &pipeline_backward<T, B, S, L>,
           &pipeline_visit<L>};
 }
-template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t TP,
-          std::size_t... I>
+template <class Model, class Recompute, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V,
+          std::size_t TP, bool SP, std::size_t... I>
 constexpr std::array<pipeline_chunk_facts<T>, sizeof...(I)> pipeline_facts(std::index_sequence<I...>) {
-  return {pipeline_facts_at<Model, T, B, S, P, V, TP, I>()...};
+  return {pipeline_facts_at<Model, Recompute, T, B, S, P, V, TP, SP, I>()...};
 }
 // (stage * V + chunk) -> facts of that chunk's layer: all stages' types, compiled into every rank.
-template <class Model, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V, std::size_t TP>
+template <class Model, class Recompute, class T, std::size_t B, std::size_t S, std::size_t P, std::size_t V,
+          std::size_t TP, bool SP>
 inline constexpr std::array<pipeline_chunk_facts<T>, P * V> pipeline_facts_v =
-    pipeline_facts<Model, T, B, S, P, V, TP>(std::make_index_sequence<P * V>{});
+    pipeline_facts<Model, Recompute, T, B, S, P, V, TP, SP>(std::make_index_sequence<P * V>{});
 
 }  // namespace detail
 
 /// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `M` micro-batches of `Plan`'s
 /// batch shape, with point-to-point traffic over the pipeline group `Comm`; with `TP` > 1 each
-/// stage is also one of TP tensor-parallel shards (tp × pp, no sequence parallelism).
-template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm, std::size_t TP = 1>
+/// stage is also one of TP tensor-parallel shards (tp × pp); `SP`: with sequence parallelism,
+/// each tp rank's layers see its S/TP slice of every sequence, the activations sent between
+/// stages are those slices (B, S/TP, C), and the replicated parameters' gradients are summed over
+/// the tensor-parallel group after backward (as tensor_parallel_step does).
+template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm, std::size_t TP = 1,
+          bool SP = false>
   requires communicator<Comm>
 class pipeline_step {
  public:
   using plan_type = Plan;
-  using model = typename Plan::model;
+  using model = typename Plan::model_type;  ///< as written: stages are cut from it, then recomputed
+  using recompute_type = typename Plan::executed_recompute;
   using T = typename Plan::value_type;
   using schedule_type = Schedule;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, vocab = Plan::vocab_size;
@@ -241,10 +258,18 @@ class pipeline_step {
   static constexpr std::size_t tp = TP;
   static constexpr std::size_t vocab_local = vocab / (TP > 0 ? TP : 1);  ///< logits per row on a tp rank
   static_assert(TP >= 1, "weft::pipeline_step: tp is 0. Use a tensor-parallel degree of at least 1.");
+  static constexpr bool sequence_parallel = SP && TP > 1;
+  static constexpr bool seq_divisible = !sequence_parallel || S % TP == 0;
+  static_assert(seq_divisible, "weft::pipeline_step: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
+  /// Tokens per sequence that this rank's layers see, and the rows of the activations between stages.
+  static constexpr std::size_t local_seq = sequence_parallel ? S / TP : S;
+  static constexpr std::size_t act_rows = B * local_seq;
 
   /// The layer of chunk `Chunk` of stage `Stage` (this tp rank's shard of it).
   template <std::size_t Stage, std::size_t Chunk>
-  using stage_type = detail::pipeline_tp_t<pipeline_stage_t<model, P, Stage, chunks, Chunk>, TP>;
+  using stage_type =
+      detail::pipeline_tp_t<with_recompute_t<pipeline_stage_t<model, P, Stage, chunks, Chunk>, recompute_type>, TP,
+                            sequence_parallel>;
 
   // ---- the schedule, and what the executor relies on ----
   static constexpr const auto& instructions = schedule_v<Schedule, P, M>;
@@ -275,7 +300,7 @@ class pipeline_step {
  private:
   using chunk_frame = detail::pipeline_chunk_frame<T>;
   using chunk_facts = detail::pipeline_chunk_facts<T>;
-  static constexpr const auto& facts_ = detail::pipeline_facts_v<model, T, B, S, P, chunks, TP>;
+  static constexpr const auto& facts_ = detail::pipeline_facts_v<model, recompute_type, T, B, local_seq, P, chunks, TP, sequence_parallel>;
   static constexpr const chunk_facts& facts(std::size_t stage, std::size_t chunk) { return facts_[stage * chunks + chunk]; }
 
  public:
@@ -291,20 +316,20 @@ class pipeline_step {
   };
   static constexpr stage_layout layout_of(std::size_t stage) {
     stage_layout l;
-    std::size_t max_in = 0, max_out = 0;
     for (std::size_t c = 0; c < chunks; ++c) {
       const chunk_facts& f = facts(stage, c);
       l.chunk_base[c] = l.param_count;
       l.param_count += f.params;
-      max_in = std::max(max_in, f.in_width);
-      max_out = std::max(max_out, f.out_width);
       l.kept = std::max(l.kept, f.kept);
       l.scratch = std::max(l.scratch, f.scratch);
     }
     l.slots = std::max<std::size_t>(1, report.peak_activations[stage]);  // evaluate uses one slot
-    l.x = rows * max_in;
-    l.y = rows * max_out;
-    l.dx = rows * max_in;
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const chunk_facts& f = facts(stage, c);
+      l.x = std::max(l.x, in_elems(f));
+      l.y = std::max(l.y, out_elems(f));
+      l.dx = std::max(l.dx, in_elems(f));
+    }
     const std::size_t t = sizeof(T);
     l.slot_bytes = detail::align_bytes(l.x * t) + detail::align_bytes(l.y * t) + detail::align_bytes(l.dx * t) +
                    detail::align_bytes(l.kept * t);
@@ -326,6 +351,12 @@ class pipeline_step {
     l.loss_work_at = take(TP > 1 ? vocab_parallel_cross_entropy_work<rows> * sizeof(double) : 0);
     l.bytes = at;
     return l;
+  }
+  /// Elements a chunk reads and writes per micro-batch: activations of act_rows rows (the
+  /// sequence slice under SP), and the logits of the whole micro-batch (the head gathers).
+  static constexpr std::size_t in_elems(const chunk_facts& f) { return act_rows * f.in_width; }
+  static constexpr std::size_t out_elems(const chunk_facts& f) {
+    return (f.virtual_stage + 1 == virtual_stages ? rows : act_rows) * f.out_width;
   }
   /// Bytes of stage `stage`'s arena: everything its step touches besides code and BLAS buffers.
   static constexpr std::size_t bytes_of_stage(std::size_t stage) { return layout_of(stage).bytes; }
@@ -372,6 +403,15 @@ class pipeline_step {
     else initialise_shards(params(), infos_, Plan::parameters(), TP, tp_rank(), options_.seed);
     for (std::size_t c = 0; c < chunks; ++c)
       if (facts(stage_, c).carries_tied) skipped_.push_back({layout_.chunk_base[c], facts(stage_, c).tied_count});
+    if constexpr (sequence_parallel) {
+      for (const auto& p : infos_) {
+        if (p.tp_role != role::replicated) continue;
+        if (!replicated_.empty() && replicated_.back().offset + replicated_.back().size == p.offset)
+          replicated_.back().size += p.size;
+        else
+          replicated_.push_back({p.offset, p.size});
+      }
+    }
     if (TP > 1 && tp_rank() != 0) {  // replicated parameters: tp rank 0 counts them
       for (const auto& p : infos_)
         if (p.tp_role == role::replicated) skipped_.push_back({p.offset, p.size});
@@ -429,6 +469,7 @@ class pipeline_step {
   /// with TP > 1 on tp ranks other than 0 the replicated parameters.
   std::span<const range> norm_skipped() const { return skipped_; }
   const train_options& options() const { return options_; }
+  const host_context& context() const { return ctx_; }
   train_options& options() { return options_; }
   std::size_t step_count() const { return step_; }
   void set_step_count(std::size_t s) { step_ = s; }
@@ -475,10 +516,10 @@ class pipeline_step {
     double sq = 0;
     std::size_t i = 0;
     for (const range& r : skipped_) {
-      for (; i < r.offset; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+      if (i < r.offset) sq = ops::sum_squares_continue(ctx_, sq, g + i, r.offset - i);
       i = r.offset + r.size;
     }
-    for (; i < layout_.param_count; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
+    if (i < layout_.param_count) sq = ops::sum_squares_continue(ctx_, sq, g + i, layout_.param_count - i);
     return model_parallel_sum(sq);
   }
   /// A squared-norm contribution summed over the pipeline group (and the tensor-parallel group).
@@ -491,14 +532,14 @@ class pipeline_step {
   /// Global L2 norm of the gradients; scales them down to grad_clip when above. Returns the norm before.
   double clip_gradients() {
     const double norm = std::sqrt(grad_norm_squared());
-    detail::clip_in_place(grads().data(), grads().size(), norm, options_.grad_clip);
+    ops::clip(ctx_, grads().data(), grads().size(), norm, options_.grad_clip);
     return norm;
   }
 
   /// AdamW on the stage's parameter groups with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    return detail::adamw_over_groups(options_, step_, params().data(), grads().data(), adam_m().data(),
-                                     adam_v().data(), groups_);
+    return detail::adamw_over_groups(ctx_, options_, step_, params().data(), grads().data(), adam_m().data(),
+                                           adam_v().data(), groups_);
   }
 
   /// Mean loss of `batches` micro-batches from `fill` (called on the first and the last stage),
@@ -511,18 +552,18 @@ class pipeline_step {
       for (std::size_t c = 0; c < chunks; ++c) {
         const chunk_facts& f = facts(stage_, c);
         const std::size_t vs = f.virtual_stage;
-        if (vs > 0) pp_.recv(std::span<T>(x_of(0), rows * f.in_width), static_cast<int>(prev()), act_tag(0, vs));
+        if (vs > 0) pp_.recv(std::span<T>(x_of(0), in_elems(f)), static_cast<int>(prev()), act_tag(0, vs));
         f.forward(chunk_frame_of(c, 0, 0, false), vs == 0 ? nullptr : x_of(0), y_of(0));
         if (vs + 1 < virtual_stages) {
-          pp_.send(std::span<const T>(y_of(0), rows * f.out_width), static_cast<int>(next()), act_tag(0, vs + 1));
+          pp_.send(std::span<const T>(y_of(0), out_elems(f)), static_cast<int>(next()), act_tag(0, vs + 1));
         } else {
           T* losses = at<T>(layout_.losses_at);
           if constexpr (TP == 1)
-            ops::softmax_cross_entropy_forward<rows, vocab>(losses, y_of(0), targets(0).data());
+            ops::softmax_cross_entropy_forward<rows, vocab>(ctx_, losses, y_of(0), targets(0).data());
           else
-            vocab_parallel_cross_entropy_forward<rows, vocab_local>(*tp_, losses, y_of(0), targets(0).data(),
-                                                                    at<double>(layout_.loss_work_at));
-          sum += mean_loss(losses);
+            vocab_parallel_cross_entropy_forward<rows, vocab_local>(ctx_, *tp_, losses, y_of(0), targets(0).data(),
+                                                                          at<double>(layout_.loss_work_at));
+          sum += ops::mean_loss(ctx_, losses, rows);
         }
       }
     }
@@ -564,7 +605,7 @@ class pipeline_step {
   chunk_frame chunk_frame_of(std::size_t chunk, std::size_t slot, std::size_t mb, bool with_grads) const {
     const std::size_t base = layout_.chunk_base[chunk];
     return {params().data() + base, with_grads ? grads().data() + base : nullptr, kept_of(slot),
-            at<T>(layout_.scratch_at), tokens(mb).data(), tp_.get()};
+            at<T>(layout_.scratch_at), tokens(mb).data(), tp_.get(), ctx_};
   }
 
   // ---- slots ----
@@ -598,10 +639,10 @@ class pipeline_step {
       const chunk_facts& f = facts(stage_, x.chunk);
       const std::size_t vs = f.virtual_stage;
       if (x.kind == instruction_kind::send_act) {
-        requests_.push_back(pp_.isend(std::span<const T>(y_of(slot_of(x.mb, x.chunk)), rows * f.out_width), x.peer,
+        requests_.push_back(pp_.isend(std::span<const T>(y_of(slot_of(x.mb, x.chunk)), out_elems(f)), x.peer,
                                       act_tag(x.mb, vs + 1)));
       } else if (x.kind == instruction_kind::send_grad) {
-        requests_.push_back(pp_.isend(std::span<const T>(dx_of(slot_of(x.mb, x.chunk)), rows * f.in_width), x.peer,
+        requests_.push_back(pp_.isend(std::span<const T>(dx_of(slot_of(x.mb, x.chunk)), in_elems(f)), x.peer,
                                       grad_tag(x.mb, vs - 1)));
         if (n_frees == 8) flush_frees(frees, n_frees);
         frees[n_frees++] = static_cast<std::size_t>(x.mb) * chunks + x.chunk;
@@ -614,10 +655,10 @@ class pipeline_step {
       const std::size_t vs = f.virtual_stage;
       if (x.kind == instruction_kind::recv_act) {
         const std::size_t s = take_slot(x.mb, x.chunk);
-        requests_.push_back(pp_.irecv(std::span<T>(x_of(s), rows * f.in_width), x.peer, act_tag(x.mb, vs)));
+        requests_.push_back(pp_.irecv(std::span<T>(x_of(s), in_elems(f)), x.peer, act_tag(x.mb, vs)));
       } else if (x.kind == instruction_kind::recv_grad) {  // into y: its activation has left
         requests_.push_back(
-            pp_.irecv(std::span<T>(y_of(slot_of(x.mb, x.chunk)), rows * f.out_width), x.peer, grad_tag(x.mb, vs)));
+            pp_.irecv(std::span<T>(y_of(slot_of(x.mb, x.chunk)), out_elems(f)), x.peer, grad_tag(x.mb, vs)));
       }
     }
     for (auto& r : requests_) r.wait();
@@ -636,11 +677,11 @@ class pipeline_step {
     if (vs + 1 == virtual_stages) {  // the loss; y now holds dlogits for the backward
       T* losses = at<T>(layout_.losses_at);
       if constexpr (TP == 1)
-        ops::softmax_cross_entropy_forward_backward<rows, vocab>(losses, y_of(s), targets(mb).data(), scale);
+        ops::softmax_cross_entropy_forward_backward<rows, vocab>(ctx_, losses, y_of(s), targets(mb).data(), scale);
       else  // (batch, seq, vocab/tp)
-        vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(*tp_, losses, y_of(s), targets(mb).data(),
-                                                                         scale, at<double>(layout_.loss_work_at));
-      loss_sum += mean_loss(losses);
+        vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(ctx_, *tp_, losses, y_of(s), targets(mb).data(),
+                                                                               scale, at<double>(layout_.loss_work_at));
+      loss_sum += ops::mean_loss(ctx_, losses, rows);
     }
   }
   void run_backward(std::size_t mb, std::size_t chunk) {
@@ -648,9 +689,15 @@ class pipeline_step {
     const std::size_t vs = f.virtual_stage;
     const std::size_t s = slot_of(mb, chunk);
     T* din = vs == 0 ? nullptr : dx_of(s);  // (batch, seq, width); backward accumulates into it
-    if (din) std::fill_n(din, rows * f.in_width, T{0});
+    if (din) ops::zero(ctx_, din, in_elems(f));
     f.backward(chunk_frame_of(chunk, s, mb, true), vs == 0 ? nullptr : x_of(s), y_of(s), din);
     if (vs == 0) give_back(mb, chunk);
+  }
+
+  // Under sequence parallelism each tp rank's replicated parameters (norms, learned positions,
+  // row-parallel biases) got the gradient of its own sequence slice: the sum is the whole one.
+  void sum_replicated_gradients() {
+    for (const range& r : replicated_) tp_->all_reduce_sum(grads().data() + r.offset, r.size);
   }
 
   // The two copies of the tied parameter hold the sum of both stages' gradients.
@@ -663,7 +710,7 @@ class pipeline_step {
   }
 
   double run_schedule(std::size_t replicas) {
-    std::fill(grads().begin(), grads().end(), T{0});
+    ops::zero(ctx_, grads().data(), grads().size());
     std::fill(slot_of_.begin(), slot_of_.end(), npos);
     free_.clear();
     for (std::size_t s = layout_.slots; s-- > 0;) free_.push_back(s);
@@ -682,7 +729,10 @@ class pipeline_step {
       switch (x.kind) {
         case instruction_kind::forward: run_forward(x.mb, x.chunk, scale, loss_sum); break;
         case instruction_kind::backward: run_backward(x.mb, x.chunk); break;
-        case instruction_kind::reduce_grads: sum_tied_gradients(); break;  // data parallelism reduces after
+        case instruction_kind::reduce_grads:  // data parallelism reduces after
+          sum_tied_gradients();
+          if constexpr (sequence_parallel) sum_replicated_gradients();
+          break;
         default: break;  // optimizer_step: the caller's (step(), or data_parallel_step)
       }
       ++i;
@@ -691,15 +741,11 @@ class pipeline_step {
     return loss_sum / static_cast<double>(M);
   }
 
-  static double mean_loss(const T* losses) {
-    double s = 0;
-    for (std::size_t i = 0; i < rows; ++i) s += static_cast<double>(losses[i]);
-    return s / static_cast<double>(rows);
-  }
-
   Comm pp_;
   Comm embed_;  // first and last stage (the tied gradient sum); a group of the others elsewhere
+  std::vector<range> replicated_;  // runs of replicated parameters (summed over tp under SP)
   train_options options_;
+  host_context ctx_{};
   std::size_t stage_;
   stage_layout layout_;
   std::unique_ptr<std::byte[], detail::aligned_free> arena_;

@@ -16,6 +16,10 @@
 #include "weft/model/layer.hpp"                  // frame, param_info, tp_group, grad_ready_hook
 #include "weft/model/tensor_parallel_layers.hpp" // vocab_parallel_cross_entropy_*
 #include "weft/ops/adamw.hpp"                    // adamw_step
+#include "weft/ops/clip.hpp"                     // clip
+#include "weft/ops/fill.hpp"                     // zero
+#include "weft/ops/mean_loss.hpp"                // mean_loss
+#include "weft/ops/sum_squares.hpp"              // sum_squares_continue
 #include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards
 #include "weft/train/training_step.hpp"          // train_options, step_metrics, initialise_parameters
 
@@ -62,7 +66,8 @@ class tensor_parallel_step {
   using T = typename Plan::value_type;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
   static constexpr std::size_t vocab_local = local_plan::vocab_local;
-  using frame_type = frame<T, B, local_plan::local_seq, model>;
+  using context_type = host_context;  ///< where its ops run
+  using frame_type = frame<T, B, local_plan::local_seq, model, context_type>;
 
   /// A step on the tensor-parallel group `tp` (size TP; rank = shard index).
   template <communicator Comm>
@@ -120,6 +125,7 @@ class tensor_parallel_step {
   /// The single-process parameters the shards are cut from.
   const std::vector<param_info>& whole_parameter_infos() const { return whole_infos_; }
   const train_options& options() const { return options_; }
+  const context_type& context() const { return ctx_; }
   train_options& options() { return options_; }
   std::size_t step_count() const { return step_; }
   void set_step_count(std::size_t s) { step_ = s; }
@@ -146,6 +152,7 @@ class tensor_parallel_step {
     f.tokens = section<std::int32_t>(local_plan::tokens);
     f.tp = tp_.get();
     if (with_grads && (SP || grad_ready_)) f.grad_ready = {&tensor_parallel_step::on_grads_final, this};
+    f.ctx = ctx_;
     return f;
   }
 
@@ -156,10 +163,10 @@ class tensor_parallel_step {
   double loss() {
     forward();
     T* losses = section(local_plan::losses);
-    vocab_parallel_cross_entropy_forward<rows, vocab_local>(*tp_, losses, section(local_plan::logits),
-                                                            section<std::int32_t>(local_plan::targets),
-                                                            section<double>(local_plan::loss_work));
-    return mean_loss(losses);
+    vocab_parallel_cross_entropy_forward<rows, vocab_local>(ctx_, *tp_, losses, section(local_plan::logits),
+                                                                  section<std::int32_t>(local_plan::targets),
+                                                                  section<double>(local_plan::loss_work));
+    return ops::mean_loss(ctx_, losses, rows);
   }
 
   /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to
@@ -169,19 +176,19 @@ class tensor_parallel_step {
       // The sum over tp below adds every rank's share; rank 0 alone carries the earlier
       // micro-batches' sums, so that accumulation counts them once.
       if (tp_rank() != 0)
-        for (const auto& r : replicated_) std::fill_n(section(local_plan::grads) + r.offset, r.size, T{0});
+        for (const auto& r : replicated_) ops::zero(ctx_, section(local_plan::grads) + r.offset, r.size);
       next_replicated_ = 0;
     }
     const frame_type f = root_frame(true);
     T* logits = section(local_plan::logits);
     T* losses = section(local_plan::losses);
     model::forward(f, nullptr, logits);  // (batch, seq, vocab/tp)
-    vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(*tp_, losses, logits,
-                                                                     section<std::int32_t>(local_plan::targets), scale,
-                                                                     section<double>(local_plan::loss_work));
+    vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(ctx_, *tp_, losses, logits,
+                                                                           section<std::int32_t>(local_plan::targets), scale,
+                                                                           section<double>(local_plan::loss_work));
     model::backward(f, nullptr, logits, nullptr);  // logits hold dlogits
     if constexpr (SP) reduce_replicated(0);       // whatever backward did not report
-    return mean_loss(losses);
+    return ops::mean_loss(ctx_, losses, rows);
   }
 
   /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids,
@@ -189,7 +196,7 @@ class tensor_parallel_step {
   template <class Fill>
   step_metrics step(Fill&& fill) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::fill_n(section(local_plan::grads), local_plan::param_count, T{0});
+    ops::zero(ctx_, section(local_plan::grads), local_plan::param_count);
     const std::size_t k = options_.grad_accum;
     const T scale = static_cast<T>(1.0 / static_cast<double>(rows * k));
     double loss_sum = 0;
@@ -221,9 +228,7 @@ class tensor_parallel_step {
   double grad_norm_squared() const {
     const T* g = section(local_plan::grads);
     double sq = 0;
-    const auto add = [&](std::size_t b, std::size_t e) {
-      for (std::size_t i = b; i < e; ++i) sq += static_cast<double>(g[i]) * static_cast<double>(g[i]);
-    };
+    const auto add = [&](std::size_t b, std::size_t e) { sq = ops::sum_squares_continue(ctx_, sq, g + b, e - b); };
     std::size_t at = 0;
     for (const auto& r : norm_skipped()) {
       add(at, r.offset);
@@ -241,14 +246,14 @@ class tensor_parallel_step {
   /// Global L2 norm of the gradients; scales them down to grad_clip when above it.
   double clip_gradients() {
     const double norm = std::sqrt(grad_norm_squared());
-    detail::clip_in_place(grads().data(), grads().size(), norm, options_.grad_clip);
+    ops::clip(ctx_, grads().data(), grads().size(), norm, options_.grad_clip);
     return norm;
   }
 
   /// AdamW on this rank's shard with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    return detail::adamw_over_groups(options_, step_, section(local_plan::params), section(local_plan::grads),
-                                     section(local_plan::adam_m), section(local_plan::adam_v), groups_);
+    return detail::adamw_over_groups(ctx_, options_, step_, section(local_plan::params), section(local_plan::grads),
+                                           section(local_plan::adam_m), section(local_plan::adam_v), groups_);
   }
 
   /// Mean validation loss over `batches` micro-batches from `fill`.
@@ -296,13 +301,8 @@ class tensor_parallel_step {
     }
   }
 
-  static double mean_loss(const T* losses) {
-    double s = 0;
-    for (std::size_t i = 0; i < rows; ++i) s += static_cast<double>(losses[i]);
-    return s / static_cast<double>(rows);
-  }
-
   train_options options_;
+  context_type ctx_{};
   std::unique_ptr<tp_group> tp_;
   std::unique_ptr<std::byte[], detail::aligned_free> arena_;
   std::vector<param_info> infos_, whole_infos_;

@@ -4,9 +4,14 @@
 // micro-batches of forward, fused softmax-cross-entropy and backward, then global-norm clipping
 // and AdamW. Nothing is allocated per step. Deterministic given the seed: parameters are
 // initialised per name (independent of layout), and the host ops reduce in a fixed order.
+#include "weft/exec/context.hpp"        // host_context
 #include "weft/model/layer.hpp"          // frame, param_info
 #include "weft/ops/adamw.hpp"            // adamw_step
+#include "weft/ops/clip.hpp"             // clip
 #include "weft/ops/cross_entropy.hpp"    // softmax_cross_entropy_*
+#include "weft/ops/fill.hpp"             // zero
+#include "weft/ops/mean_loss.hpp"        // mean_loss
+#include "weft/ops/sum_squares.hpp"      // sum_squares
 #include "weft/parallel/plan.hpp"        // plan
 #include "weft/train/optimizer.hpp"      // adamw, lr_schedule
 #include "weft/train/splitmix64.hpp"     // splitmix64
@@ -61,34 +66,16 @@ inline double normal01(splitmix64& g) {
   const double u2 = static_cast<double>(g.next() >> 11) * 0x1.0p-53;          // [0, 1)
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
-// Σ x² in double with eight independent accumulators (a single running sum is a serial
-// dependency the compiler may not reorder, and would not vectorise).
-template <class T>
-double sum_of_squares(const T* x, std::size_t n) {
-  double acc[8] = {};
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (std::size_t j = 0; j < 8; ++j) acc[j] += static_cast<double>(x[i + j]) * static_cast<double>(x[i + j]);
-  for (; i < n; ++i) acc[0] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-// Scales `g` down so that its global norm `norm` becomes `clip` (when above; clip <= 0: never).
-template <class T>
-void clip_in_place(T* g, std::size_t n, double norm, float clip) {
-  if (clip <= 0 || !(norm > clip)) return;
-  const T s = static_cast<T>(clip / norm);
-  for (std::size_t i = 0; i < n; ++i) g[i] *= s;
-}
 // AdamW over runs {offset, size, decay} of a parameter block, with the learning rate of `step`
 // (0-based, advanced here); returns that rate.
-template <class T, class Groups>
-double adamw_over_groups(const train_options& options, std::size_t& step, T* params, T* grads, T* m, T* v,
-                         const Groups& groups) {
+template <execution_context Ctx, class T, class Groups>
+double adamw_over_groups(const Ctx& ctx, const train_options& options, std::size_t& step, T* params, T* grads, T* m,
+                         T* v, const Groups& groups) {
   const auto& o = options.optimizer;
   const double lr = options.schedule.at(step, o.lr);
   ++step;
   for (const auto& g : groups)
-    ops::adamw_step(params + g.offset, grads + g.offset, m + g.offset, v + g.offset, g.size, static_cast<float>(lr),
+    ops::adamw_step(ctx, params + g.offset, grads + g.offset, m + g.offset, v + g.offset, g.size, static_cast<float>(lr),
                     o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
   return lr;
 }
@@ -119,7 +106,8 @@ class training_step {
   using model = typename Plan::model;
   using T = typename Plan::value_type;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
-  using frame_type = frame<T, B, S, model>;
+  using context_type = host_context;  ///< where its ops run
+  using frame_type = frame<T, B, S, model, context_type>;
 
   training_step(training_step&&) noexcept = default;
   explicit training_step(train_options options = {})
@@ -150,6 +138,7 @@ class training_step {
   std::span<T> logits() const { return {section(Plan::logits), Plan::logits_count}; }
   const std::vector<param_info>& parameter_infos() const { return infos_; }
   const train_options& options() const { return options_; }
+  const context_type& context() const { return ctx_; }
   train_options& options() { return options_; }
   std::size_t step_count() const { return step_; }
   /// Called during backward as gradients become final (see grad_ready_hook); {} to stop.
@@ -173,6 +162,7 @@ class training_step {
     f.root_grads = f.grads;
     f.tokens = section<std::int32_t>(Plan::tokens);
     if (with_grads) f.grad_ready = grad_ready_;
+    f.ctx = ctx_;
     return f;
   }
 
@@ -183,8 +173,8 @@ class training_step {
   double loss() {
     forward();
     T* losses = section(Plan::losses);
-    ops::softmax_cross_entropy_forward<rows, V>(losses, section(Plan::logits), section<std::int32_t>(Plan::targets));
-    return mean_loss(losses);
+    ops::softmax_cross_entropy_forward<rows, V>(ctx_, losses, section(Plan::logits), section<std::int32_t>(Plan::targets));
+    return ops::mean_loss(ctx_, losses, rows);
   }
 
   /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to grads();
@@ -194,16 +184,16 @@ class training_step {
     T* logits = section(Plan::logits);
     T* losses = section(Plan::losses);
     model::forward(f, nullptr, logits);                                       // (batch, seq, vocab)
-    ops::softmax_cross_entropy_forward_backward<rows, V>(losses, logits, section<std::int32_t>(Plan::targets), scale);
+    ops::softmax_cross_entropy_forward_backward<rows, V>(ctx_, losses, logits, section<std::int32_t>(Plan::targets), scale);
     model::backward(f, nullptr, logits, nullptr);                             // logits now hold dlogits
-    return mean_loss(losses);
+    return ops::mean_loss(ctx_, losses, rows);
   }
 
   /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids.
   template <class Fill>
   step_metrics step(Fill&& fill) {
     const auto t0 = std::chrono::steady_clock::now();
-    std::fill_n(section(Plan::grads), Plan::param_count, T{0});
+    ops::zero(ctx_, section(Plan::grads), Plan::param_count);
     const std::size_t k = options_.grad_accum;
     const T scale = static_cast<T>(1.0 / static_cast<double>(rows * k));
     double loss_sum = 0;
@@ -223,21 +213,21 @@ class training_step {
   }
 
   /// Sum of squared gradients of this rank's parameters (model-parallel steps count replicas once).
-  double grad_norm_squared() const { return detail::sum_of_squares(section(Plan::grads), Plan::param_count); }
+  double grad_norm_squared() const { return ops::sum_squares(ctx_, section(Plan::grads), Plan::param_count); }
   /// A squared-norm contribution summed over the model-parallel ranks: one rank here.
   double model_parallel_sum(double local) const { return local; }
 
   /// Global L2 norm of grads(); scales them down to grad_clip when above it. Returns the norm before.
   double clip_gradients() {
     const double norm = std::sqrt(grad_norm_squared());
-    detail::clip_in_place(section(Plan::grads), Plan::param_count, norm, options_.grad_clip);
+    ops::clip(ctx_, section(Plan::grads), Plan::param_count, norm, options_.grad_clip);
     return norm;
   }
 
   /// AdamW on every parameter group with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    return detail::adamw_over_groups(options_, step_, section(Plan::params), section(Plan::grads),
-                                     section(Plan::adam_m), section(Plan::adam_v), groups_);
+    return detail::adamw_over_groups(ctx_, options_, step_, section(Plan::params), section(Plan::grads),
+                                           section(Plan::adam_m), section(Plan::adam_v), groups_);
   }
 
   /// Mean validation loss over `batches` micro-batches from `fill`.
@@ -252,13 +242,8 @@ class training_step {
   }
 
  private:
-  static double mean_loss(const T* losses) {
-    double s = 0;
-    for (std::size_t i = 0; i < rows; ++i) s += static_cast<double>(losses[i]);
-    return s / static_cast<double>(rows);
-  }
-
   train_options options_;
+  context_type ctx_{};
   std::unique_ptr<std::byte[], detail::aligned_free> arena_;
   std::vector<param_info> infos_;
   std::vector<group> groups_;

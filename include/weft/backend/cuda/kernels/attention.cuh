@@ -1,0 +1,23 @@
+#pragma once
+// ---- launchers of the scalar flash attention forward and backward (attention.hpp) ----
+#include "weft/backend/cuda/kernels/attention.hpp"  // make_flash_attention_forward
+#include "weft/backend/cuda/kernels/launch.cuh"     // launch
+
+namespace weft::cuda::kernels {
+
+/// out(B, S, H*D) = causal attention of qkv (B, S, (H + 2 KVH) D); lse(B, H, S) f32.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+cudaError_t launch_flash_attention_forward(cudaStream_t s, T* out, float* lse, const T* qkv) {
+  return launch(s, make_flash_attention_forward<B, S, H, KVH, D>(out, lse, qkv));
+}
+
+/// dqkv += the attention gradient (two kernels: dq, then dk and dv; no atomics).
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+cudaError_t launch_flash_attention_backward(cudaStream_t s, T* dqkv, const T* dout, const T* qkv, const T* out,
+                                            const float* lse) {
+  const auto k = make_flash_attention_backward<B, S, H, KVH, D>(dqkv, dout, qkv, out, lse);
+  if (const cudaError_t e = launch(s, k.dq); e != cudaSuccess) return e;
+  return launch(s, k.dkv);
+}
+
+}  // namespace weft::cuda::kernels

@@ -1,0 +1,45 @@
+#pragma once
+// ---- layer normalisation with a gain and no bias (OLMo, PaLM, Gemma-style LayerNorm) ----
+// torch.nn.LayerNorm(C, bias=False): out = (x - mean) · rstd · weight. It runs the layernorm op
+// with a zero bias held in workspace (and a throw-away bias gradient beside it), so it needs no
+// op of its own and has one parameter, "weight".
+#include "weft/core/diagnostics.hpp"  // diag::at_least
+#include "weft/core/shape.hpp"        // shape, axis
+#include "weft/model/layer.hpp"       // leaf_layer, frame
+#include "weft/ops/fill.hpp"          // zero
+#include "weft/ops/layernorm.hpp"     // layernorm_forward/backward
+
+#include <cstddef>
+
+namespace weft {
+
+/// LayerNorm(width) without bias, eps 1e-5; keeps the per-row mean and 1/std.
+template <std::size_t C>
+struct bias_free_layernorm
+    : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>>> {
+  static constexpr bool width_positive = diag::at_least<C, 1>;
+  static_assert(width_positive, "weft::bias_free_layernorm: the width is 0. Give bias_free_layernorm<C> a width of at least 1.");
+  static constexpr std::size_t in_width = C;
+  static constexpr std::size_t out_width = C;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 2 * B * S;  // mean (rows), rstd (rows)
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 2 * C;  // the zero bias (C), its dropped gradient (C)
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    auto* zero_bias = f.scratch;  // (width)
+    ops::zero(f.ctx, zero_bias, C);
+    ops::layernorm_forward<F::rows, C>(f.ctx, out, f.kept, f.kept + F::rows, in, f.params, zero_bias);
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    auto* dropped_dbias = f.scratch + C;  // (width), never read
+    ops::zero(f.ctx, dropped_dbias, C);
+    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, dropped_dbias, dout, in, f.params, f.kept,
+                                        f.kept + F::rows);
+  }
+};
+
+}  // namespace weft

@@ -1,0 +1,86 @@
+#pragma once
+// ---- QK-norm: RMSNorm of every query and key head before attention (OLMo 2, Qwen 3, Gemma 3) ----
+// qk_norm<H, KVH, D> sits between the packed q|k|v projection and causal_attention: each of
+// the H query heads and KVH key heads of a row (D wide) is RMS-normalised with a gain of D
+// shared by the heads ("q_weight", "k_weight", as Qwen 3's q_norm/k_norm), values pass
+// through. Rotary embeddings (inside causal_attention) come after it, as in those models.
+// qk_norm_attention<C, H, KVH, Pos, Bias> is attention<> with it in place.
+//
+// Tensor parallelism: the gains are shared by heads that live on different ranks, so their
+// gradients would need a sum over the group inside a region, which the steps do not do yet:
+// under tp > 1 it is a compile error (parallel/tensor_parallel.hpp).
+#include "weft/core/diagnostics.hpp"  // diag::divisible, diag::at_least
+#include "weft/core/shape.hpp"        // shape, axis
+#include "weft/model/attention.hpp"   // detail::attention_shape
+#include "weft/model/causal_attention.hpp"  // causal_attention
+#include "weft/model/layer.hpp"       // leaf_layer, frame
+#include "weft/model/linear.hpp"      // linear, packed
+#include "weft/model/named.hpp"       // named
+#include "weft/model/sequential.hpp"  // sequential
+#include "weft/ops/accumulate.hpp"    // accumulate
+#include "weft/ops/copy.hpp"          // copy
+#include "weft/ops/rmsnorm.hpp"       // rmsnorm_forward/backward
+
+#include <cstddef>
+
+namespace weft {
+
+/// RMSNorm (eps 1e-5) over each query and key head of packed (q | k | v) rows; v unchanged.
+template <std::size_t H, std::size_t KVH, std::size_t D>
+struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", D>>, role::replicated, init::ones>,
+                                       param<"k_weight", shape<axis<"head_dim", D>>, role::replicated, init::ones>>> {
+  static constexpr bool sizes_positive = diag::at_least<H, 1> && diag::at_least<KVH, 1> && diag::at_least<D, 1>;
+  static_assert(sizes_positive, "weft::qk_norm: heads, kv_heads or the head size is 0. Give each at least 1.");
+  static constexpr std::size_t heads = H, kv_heads = KVH, head_size = D;
+  static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;
+  static constexpr std::size_t in_width = qkv_width;
+  static constexpr std::size_t out_width = qkv_width;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = B * S * (H + KVH);  // 1/rms per (row, q or k head)
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    for (std::size_t r = 0; r < F::rows; ++r) {  // one token row: (q heads, k heads, v heads)
+      const auto* x = in + r * qkv_width;
+      auto* y = out + r * qkv_width;
+      auto* rstd = f.kept + r * (H + KVH);  // (heads + kv_heads)
+      ops::rmsnorm_forward<H, D>(f.ctx, y, rstd, x, f.params);                          // q: (H, D)
+      ops::rmsnorm_forward<KVH, D>(f.ctx, y + H * D, rstd + H, x + H * D, f.params + D);  // k: (KVH, D)
+      ops::copy(f.ctx, y + (H + KVH) * D, x + (H + KVH) * D, KVH * D);                  // v: (KVH, D)
+    }
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    for (std::size_t r = 0; r < F::rows; ++r) {
+      const auto* x = in + r * qkv_width;
+      const auto* dy = dout + r * qkv_width;
+      auto* dx = din + r * qkv_width;
+      const auto* rstd = f.kept + r * (H + KVH);
+      ops::rmsnorm_backward<H, D>(f.ctx, dx, f.grads, dy, x, f.params, rstd);
+      ops::rmsnorm_backward<KVH, D>(f.ctx, dx + H * D, f.grads + D, dy + H * D, x + H * D, f.params + D, rstd + H);
+      ops::accumulate(f.ctx, dx + (H + KVH) * D, dy + (H + KVH) * D, KVH * D);
+    }
+  }
+};
+
+/// attention<> with QK-norm: `c_attn` -> `qk_norm` -> causal attention (rope after the norm)
+/// -> `c_proj`. Names: c_attn, qk_norm.q_weight, qk_norm.k_weight, c_proj.
+template <std::size_t C, std::size_t H, std::size_t KVH = H, class PosEnc = rope, bool Bias = false>
+using qk_norm_attention = sequential<
+    named<"c_attn", linear<C, (detail::attention_shape<C, H, KVH>::h + 2 * detail::attention_shape<C, H, KVH>::kvh) *
+                                  detail::attention_shape<C, H, KVH>::head_size,
+                           role::column, Bias, init::normal<20>, export_layout::as_is,
+                           packed<detail::attention_shape<C, H, KVH>::h * detail::attention_shape<C, H, KVH>::head_size,
+                                  detail::attention_shape<C, H, KVH>::kvh * detail::attention_shape<C, H, KVH>::head_size,
+                                  detail::attention_shape<C, H, KVH>::kvh * detail::attention_shape<C, H, KVH>::head_size>>>,
+    named<"qk_norm", qk_norm<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
+                             detail::attention_shape<C, H, KVH>::head_size>>,
+    causal_attention<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
+                     detail::attention_shape<C, H, KVH>::head_size, PosEnc>,
+    named<"c_proj", linear<detail::attention_shape<C, H, KVH>::h * detail::attention_shape<C, H, KVH>::head_size, C,
+                           role::row, Bias, init::normal_residual<20>>>>;
+
+}  // namespace weft

@@ -1,0 +1,240 @@
+#pragma once
+// ---- the structure of a model, as text and as a hash: what a checkpoint must match ----
+// structure_of<L>() describes a layer type in a canonical text: compositions by their children,
+// leaves by their kind, widths and parameters (names, shapes, tensor-parallel roles, packed
+// segments, export layouts). Two builds with the same text compute the same function on the
+// same parameters; a squared-ReLU MLP and a GELU one have the same parameters but different
+// texts. structure_hash<L>() is its 64-bit FNV-1a hash, 16 hex digits; checkpoints carry both
+// (train/checkpoint.hpp) and refuse a file saved from another structure.
+//
+//   named<"mlp", L>          mlp=<L>                sequential<A, B>      seq(<A>,<B>)
+//   residual<L>              res(<L>)               repeat<N, L>          rep N(<L>)
+//   branch_sum<A, B>         sum(<A>,<B>)           gpt<…>, llama<…>      their sequential's text
+//   a leaf                   kind[in->out]{name:shape:role, …}
+//
+// A leaf's kind: weft's own layers are named here (causal_attention with its heads, kv heads,
+// head size and position encoding). A layer of your own gives its kind with
+//   static constexpr std::string_view structure_name = "squared_relu";
+// (include any option that changes what it computes); without one, the compiler's spelling of
+// its type is used, which is stable for one compiler but may differ between compilers.
+#include "weft/model/bias_free_layernorm.hpp"   // bias_free_layernorm
+#include "weft/model/causal_attention.hpp"      // causal_attention
+#include "weft/model/gelu.hpp"                  // gelu
+#include "weft/model/layer.hpp"                 // layer, param_info, role_name
+#include "weft/model/layernorm.hpp"             // layernorm
+#include "weft/model/linear.hpp"                // linear
+#include "weft/model/lm_head.hpp"               // lm_head
+#include "weft/model/parallel_branches.hpp"     // branch_sum
+#include "weft/model/positional_embedding.hpp"  // positional_embedding
+#include "weft/model/qk_norm.hpp"               // qk_norm
+#include "weft/model/repeat.hpp"                // repeat
+#include "weft/model/residual.hpp"              // residual
+#include "weft/model/rmsnorm.hpp"               // rmsnorm
+#include "weft/model/sequential.hpp"            // sequential
+#include "weft/model/swiglu.hpp"                // swiglu
+#include "weft/model/token_embedding.hpp"       // token_embedding
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace weft {
+
+namespace detail {
+// Appends the pieces in order (no `"literal" + std::string` temporaries: g++ 12 warns on those).
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string s;
+  ((s += parts), ...);
+  return s;
+}
+
+// ---- how each kind of layer is recognised ----
+template <class L>
+struct structure_composition {
+  static constexpr bool is = false;
+};
+// The kind of a leaf layer (empty: not one of weft's).
+template <class L>
+struct structure_leaf_kind {
+  static std::string text() { return {}; }
+};
+}  // namespace detail
+
+/// The canonical text of layer type `L` (see the top of the file).
+template <class L>
+std::string structure_of();
+
+namespace detail {
+template <std::size_t In, std::size_t Out, role R, bool Bias, class Init, export_layout E, class P>
+struct structure_leaf_kind<linear<In, Out, R, Bias, Init, E, P>> {
+  static std::string text() { return "linear"; }
+};
+template <std::size_t C>
+struct structure_leaf_kind<layernorm<C>> {
+  static std::string text() { return "layernorm"; }
+};
+template <std::size_t C>
+struct structure_leaf_kind<bias_free_layernorm<C>> {
+  static std::string text() { return "bias_free_layernorm"; }
+};
+template <std::size_t C>
+struct structure_leaf_kind<rmsnorm<C>> {
+  static std::string text() { return "rmsnorm"; }
+};
+template <std::size_t C>
+struct structure_leaf_kind<gelu<C>> {
+  static std::string text() { return "gelu_tanh"; }
+};
+template <std::size_t H>
+struct structure_leaf_kind<swiglu<H>> {
+  static std::string text() { return "swiglu"; }
+};
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos>
+struct structure_leaf_kind<causal_attention<H, KVH, D, Pos>> {
+  static std::string text() {
+    return cat("causal_attention(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH), ",head_size=",
+               std::to_string(D), Pos::enabled ? ",rope)" : ",no_rope)");
+  }
+};
+template <std::size_t H, std::size_t KVH, std::size_t D>
+struct structure_leaf_kind<qk_norm<H, KVH, D>> {
+  static std::string text() { return cat("qk_norm(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH), ")"); }
+};
+template <std::size_t V, std::size_t C>
+struct structure_leaf_kind<token_embedding<V, C>> {
+  static std::string text() { return "token_embedding"; }
+};
+template <std::size_t Ctx, std::size_t C>
+struct structure_leaf_kind<positional_embedding<Ctx, C>> {
+  static std::string text() { return "positional_embedding"; }
+};
+template <std::size_t V, std::size_t C, class Tie>
+struct structure_leaf_kind<lm_head<V, C, Tie>> {
+  static std::string text() {
+    if constexpr (Tie::is_tied) return cat("lm_head(tied=", Tie::path.view(), ")");
+    else return "lm_head";
+  }
+};
+
+// The compiler's spelling of a type, from the function signature (a user layer without a
+// structure_name).
+template <class T>
+constexpr std::string_view spelled_type() {
+#if defined(__clang__) || defined(__GNUC__)
+  constexpr std::string_view f = __PRETTY_FUNCTION__;
+  constexpr std::string_view key = "T = ";
+  constexpr std::size_t at = f.find(key);
+  if constexpr (at == std::string_view::npos) return f;
+  else {
+    constexpr std::string_view rest = f.substr(at + key.size());
+    return rest.substr(0, rest.find_first_of(";]"));
+  }
+#else
+  return __FUNCSIG__;
+#endif
+}
+
+template <class... Ls>
+struct structure_composition<sequential<Ls...>> {
+  static constexpr bool is = true;
+  static std::string text() {
+    std::string s;
+    ((s += s.empty() ? "" : ",", s += structure_of<Ls>()), ...);
+    return cat("seq(", s, ")");
+  }
+};
+template <class I>
+struct structure_composition<residual<I>> {
+  static constexpr bool is = true;
+  static std::string text() { return cat("res(", structure_of<I>(), ")"); }
+};
+template <std::size_t N, class B, std::size_t First>
+struct structure_composition<repeat<N, B, First>> {
+  static constexpr bool is = true;
+  static std::string text() { return cat("rep ", std::to_string(N), "(", structure_of<B>(), ")"); }
+};
+template <class... Fs>
+struct structure_composition<branch_sum<Fs...>> {
+  static constexpr bool is = true;
+  static std::string text() {
+    std::string s;
+    ((s += s.empty() ? "" : ",", s += structure_of<Fs>()), ...);
+    return cat("sum(", s, ")");
+  }
+};
+
+// gpt<Cfg>, llama<Cfg>, a user's model struct: the sequential it derives from.
+template <class... Ls>
+sequential<Ls...> structure_sequential_base(const sequential<Ls...>*);
+template <class L>
+concept structure_derived_from_sequential =
+    !structure_composition<L>::is && requires(const L* p) { detail::structure_sequential_base(p); };
+
+template <class L>
+std::string leaf_structure() {
+  std::string kind = structure_leaf_kind<L>::text();
+  if (kind.empty()) {
+    if constexpr (requires { std::string_view(L::structure_name); }) kind = std::string(std::string_view(L::structure_name));
+    else kind = std::string(spelled_type<L>());
+  }
+  std::string s = cat(kind, "[", std::to_string(L::in_width), "->", std::to_string(L::out_width), "]{");
+  bool first = true;
+  L::visit_params("", 0, init_context{}, [&](const param_info& p) {
+    s += first ? "" : ",";
+    first = false;
+    s += p.name;
+    s += ':';
+    for (std::size_t i = 0; i < p.shape.size(); ++i) {
+      if (i) s += 'x';
+      s += std::to_string(p.shape[i]);
+    }
+    s += ':';
+    s += role_name(p.tp_role);
+    if (p.export_as == export_layout::transposed) s += ":T";
+    if (p.segments.size() > 1) {
+      s += ":packed";
+      for (std::size_t w : p.segments) {
+        s += '/';
+        s += std::to_string(w);
+      }
+    }
+  });
+  return s += '}';
+}
+}  // namespace detail
+
+template <class L>
+std::string structure_of() {
+  if constexpr (requires { typename L::weft_named_tag; }) {
+    return detail::cat(L::name.view(), "=", structure_of<typename L::inner>());
+  } else if constexpr (detail::structure_composition<L>::is) {
+    return detail::structure_composition<L>::text();
+  } else if constexpr (requires { typename L::base_model; typename L::body; }) {
+    return structure_of<typename L::base_model>();  // a recomputed model: the model's structure
+  } else if constexpr (detail::structure_derived_from_sequential<L>) {
+    return structure_of<decltype(detail::structure_sequential_base(static_cast<const L*>(nullptr)))>();
+  } else {
+    return detail::leaf_structure<L>();
+  }
+}
+
+/// 64-bit FNV-1a of a text, as 16 lower-case hex digits.
+inline std::string structure_digest(std::string_view text) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : text) h = (h ^ c) * 0x100000001b3ull;
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) s[static_cast<std::size_t>(i)] = hex[h & 0xf];
+  return s;
+}
+
+/// The hash of structure_of<L>() (what checkpoints compare).
+template <class L>
+std::string structure_hash() {
+  return structure_digest(structure_of<L>());
+}
+
+}  // namespace weft

@@ -1,0 +1,42 @@
+#pragma once
+// ---- accumulate: y += x, or y += alpha * x ----
+// The gradient of a skip path, a partial result added onto its destination, a bias added to
+// every row. Elementwise, so threads do not change the result.
+#include "weft/ops/detail/host_common.hpp"  // parallel_min_work
+#include "weft/ops/host_element.hpp"        // host_element
+#include "weft/ops/op.hpp"                  // op_fn, host_context
+
+#include <cstddef>
+#include <type_traits>
+
+namespace weft::ops {
+
+/// y(n) += x(n); with alpha, y(n) += alpha * x(n). y and x must not overlap.
+struct accumulate_op {};
+inline constexpr op_fn<accumulate_op> accumulate{};
+template <host_element T>
+void op_impl(accumulate_op, const host_context&, T* y, const std::type_identity_t<T>* x, std::size_t n) {
+#pragma omp parallel for simd if (n >= detail::parallel_min_work)
+  for (std::size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+template <host_element T>
+void op_impl(accumulate_op, const host_context&, T* y, const std::type_identity_t<T>* x, std::size_t n,
+             std::type_identity_t<T> alpha) {
+#pragma omp parallel for simd if (n >= detail::parallel_min_work)
+  for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+/// y(rows, n) += x(n) for every row: a bias added to each token's row.
+struct accumulate_rows_op {};
+inline constexpr op_fn<accumulate_rows_op> accumulate_rows{};
+template <host_element T>
+void op_impl(accumulate_rows_op, const host_context&, T* y, const std::type_identity_t<T>* x, std::size_t rows,
+             std::size_t n) {
+  for (std::size_t r = 0; r < rows; ++r) {
+    T* yr = y + r * n;  // (n)
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) yr[i] += x[i];
+  }
+}
+
+}  // namespace weft::ops

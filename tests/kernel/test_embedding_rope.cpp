@@ -1,0 +1,100 @@
+// Token + position embedding (forward, deterministic backward) and rotary embedding (forward,
+// backward) on the emulated grid against the host ops in double.
+#include <weft/backend/cuda/kernels/embedding.hpp>  // make_embedding_*, make_positional_backward
+#include <weft/backend/cuda/kernels/rope.hpp>       // make_rope_*
+#include <weft/ops/embedding.hpp>
+#include <weft/ops/rope.hpp>
+
+#include "kernel_check.hpp"
+
+namespace k = weft::cuda::kernels;
+using weft::bf16;
+
+namespace {
+// ---- adapters: one line each to follow a host-op signature change ----
+template <std::size_t N, std::size_t V, std::size_t C>
+void ref_embedding_forward(double* out, const std::int32_t* idx, const double* table) {
+  weft::ops::embedding_forward<N, V, C>(weft::host_context{}, out, idx, table);
+}
+template <std::size_t N, std::size_t V, std::size_t C>
+void ref_embedding_backward(double* dtable, const double* dout, const std::int32_t* idx) {
+  weft::ops::embedding_backward<N, V, C>(weft::host_context{}, dtable, dout, idx);
+}
+template <std::size_t B, std::size_t S, std::size_t C>
+void ref_positional_forward(double* out, const double* wpe) {
+  weft::ops::positional_forward<B, S, C>(weft::host_context{}, out, wpe);
+}
+template <std::size_t B, std::size_t S, std::size_t C>
+void ref_positional_backward(double* dwpe, const double* dout) {
+  weft::ops::positional_backward<B, S, C>(weft::host_context{}, dwpe, dout);
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+void ref_rope_forward(double* out, const double* in) {
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out, in);
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+void ref_rope_backward(double* din, const double* dout) {
+  weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, din, dout);
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("token + position embedding forward and deterministic backward", "[kernel][embedding]", float,
+                   bf16) {
+  using T = TestType;
+  constexpr std::size_t B = 3, S = 40, Smax = 64, V = 50, C = 96, N = B * S;  // tokens repeat ~2.4 times
+  std::mt19937 rng(60);
+  auto wte = kcheck::random<T>(V * C, rng), wpe = kcheck::random<T>(Smax * C, rng);
+  std::vector<std::int32_t> idx(N);
+  std::uniform_int_distribution<int> tok(0, V - 1);
+  for (auto& i : idx) i = tok(rng);
+  std::vector<T> out(N * C);
+  k::emulate_launch(k::make_embedding_forward<B, S, V, C>(out.data(), idx.data(), wte.data(), wpe.data()));
+  std::vector<double> rout(N * C);
+  const auto rwte = kcheck::widen(wte), rwpe = kcheck::widen(wpe);
+  ref_embedding_forward<N, V, C>(rout.data(), idx.data(), rwte.data());
+  ref_positional_forward<B, S, C>(rout.data(), rwpe.data());
+  kcheck::check("embedding_forward (token + position)", out, rout, 1);
+  // token only (LLaMA): exact copy
+  k::emulate_launch(k::make_embedding_forward<B, S, V, C, T>(out.data(), idx.data(), wte.data(), nullptr));
+  std::vector<double> rtok(N * C);
+  ref_embedding_forward<N, V, C>(rtok.data(), idx.data(), rwte.data());
+  kcheck::check("embedding_forward (token only)", out, rtok, 0);
+
+  auto dout = kcheck::random<T>(N * C, rng), dwte = kcheck::random<T>(V * C, rng),
+       dwpe = kcheck::random<T>(Smax * C, rng);
+  auto rdwte = kcheck::widen(dwte), rdwpe = kcheck::widen(dwpe);
+  const auto rdout = kcheck::widen(dout);
+  auto dwte2 = dwte;
+  k::emulate_launch(k::make_embedding_backward<N, V, C>(dwte.data(), dout.data(), idx.data()));
+  k::emulate_launch(k::make_positional_backward<B, S, C>(dwpe.data(), dout.data()));
+  ref_embedding_backward<N, V, C>(rdwte.data(), rdout.data(), idx.data());
+  ref_positional_backward<B, S, C>(rdwpe.data(), rdout.data());
+  kcheck::check("embedding_backward", dwte, rdwte, 4);
+  kcheck::check("positional_backward", dwpe, rdwpe, 4);
+  // deterministic: a second run from the same start gives the same bits
+  k::emulate_launch(k::make_embedding_backward<N, V, C>(dwte2.data(), dout.data(), idx.data()));
+  for (std::size_t i = 0; i < dwte.size(); ++i) REQUIRE(std::memcmp(&dwte[i], &dwte2[i], sizeof(T)) == 0);
+}
+
+TEMPLATE_TEST_CASE("rotary embedding forward (in place and out of place) and backward", "[kernel][rope]", float,
+                   bf16) {
+  using T = TestType;
+  constexpr std::size_t B = 2, S = 300, H = 4, KVH = 2, D = 16, W = (H + 2 * KVH) * D;
+  std::mt19937 rng(70);
+  auto in = kcheck::random<T>(B * S * W, rng);
+  const auto rin = kcheck::widen(in);
+  std::vector<T> out(B * S * W);
+  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D>(out.data(), in.data()));
+  std::vector<double> rout(B * S * W);
+  ref_rope_forward<B, S, H, KVH, D>(rout.data(), rin.data());
+  kcheck::check("rope_forward", out, rout, 4);
+  auto inplace = in;
+  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D>(inplace.data(), inplace.data()));
+  kcheck::check("rope_forward in place", inplace, rout, 4);
+
+  auto dout = kcheck::random<T>(B * S * W, rng), din = kcheck::random<T>(B * S * W, rng);
+  auto rdin = kcheck::widen(din);
+  k::emulate_launch(k::make_rope_backward<B, S, H, KVH, D>(din.data(), dout.data()));
+  ref_rope_backward<B, S, H, KVH, D>(rdin.data(), kcheck::widen(dout).data());
+  kcheck::check("rope_backward", din, rdin, 4);
+}
