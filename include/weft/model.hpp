@@ -14,6 +14,9 @@
 #include "weft/model/llama.hpp"                 // llama, llama_config
 #include "weft/model/lm_head.hpp"               // lm_head, tied, untied
 #include "weft/model/mlp.hpp"                   // gelu_mlp, swiglu_mlp
+#include "weft/model/moe.hpp"                   // moe_mlp, swiglu_experts, shared_expert, aux_loss_weight
+#include "weft/model/moe_gpt.hpp"               // moe_gpt
+#include "weft/model/moe_llama.hpp"             // moe_llama
 #include "weft/model/named.hpp"                 // named
 #include "weft/model/parallel_branches.hpp"     // branch_sum, parallel_branches, parallel_block
 #include "weft/model/param.hpp"                 // param, param_list, role, init

@@ -21,6 +21,7 @@
 #include <boost/mpi/environment.hpp>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <concepts>
@@ -329,6 +330,53 @@ class mpi_communicator {
     detail::mpi_check(MPI_Allgatherv(in.data(), counts[static_cast<std::size_t>(rank())], detail::mpi_datatype<T>(),
                                      out.data(), counts.data(), displs.data(), detail::mpi_datatype<T>(), native()),
                       "all_gather_v");
+  }
+
+  /// in: (size * n), out: (size * n): block q of in goes to rank q, block p of out comes from
+  /// rank p (MPI_Alltoall). Expert parallelism sends routing counts with it (comm/all_to_all.hpp).
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_to_all(In&& in_buffer, Out&& out_buffer) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    require_blocks("all_to_all", "output", out.size(), in.size() / static_cast<std::size_t>(size()));
+    require_blocks("all_to_all", "input", in.size(), out.size() / static_cast<std::size_t>(size()));
+    if (in.empty()) return;
+    const int n = count("all_to_all", in.size() / static_cast<std::size_t>(size()));
+    detail::mpi_check(MPI_Alltoall(in.data(), n, detail::mpi_datatype<T>(), out.data(), n, detail::mpi_datatype<T>(),
+                                   native()),
+                      "all_to_all");
+  }
+
+  /// Uneven all_to_all (MPI_Alltoallv): send_counts[q] elements of in go to rank q and
+  /// recv_counts[p] elements of out come from rank p, blocks back to back in rank order. The
+  /// buffers may be longer than the sums (a capacity sized for the worst case); the counts of
+  /// every pair must agree (what p sends to q is what q receives from p).
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_to_all_v(In&& in_buffer, std::span<const int> send_counts, Out&& out_buffer,
+                    std::span<const int> recv_counts) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    const auto n = static_cast<std::size_t>(size());
+    std::vector<int> sd(n), rd(n);
+    std::size_t st = 0, rt = 0;
+    if (send_counts.size() == n && recv_counts.size() == n)
+      for (std::size_t q = 0; q < n; ++q) {
+        sd[q] = count("all_to_all_v", st);
+        rd[q] = count("all_to_all_v", rt);
+        st += static_cast<std::size_t>(std::max(send_counts[q], 0));
+        rt += static_cast<std::size_t>(std::max(recv_counts[q], 0));
+      }
+    if (send_counts.size() != n || recv_counts.size() != n || st > in.size() || rt > out.size())
+      abort(1, "weft::mpi_communicator::all_to_all_v: the counts do not fit the buffers (one send and one receive "
+               "count per rank; the input holds at least the sends' sum, the output the receives'). Pass "
+               "matching counts.");
+    detail::mpi_check(MPI_Alltoallv(in.data(), send_counts.data(), sd.data(), detail::mpi_datatype<T>(), out.data(),
+                                    recv_counts.data(), rd.data(), detail::mpi_datatype<T>(), native()),
+                      "all_to_all_v");
   }
 
   template <comm_output R>

@@ -158,6 +158,28 @@ class single_world {
     copy(in, out);
   }
 
+  /// all_to_all in a world of one: the one block is sent to itself, copied.
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_to_all(In&& in_buffer, Out&& out_buffer) {
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    require_equal_sizes("all_to_all", in.size(), out.size());
+    copy(in, out);
+  }
+  /// all_to_all_v in a world of one: send_counts[0] elements copied, which must equal recv_counts[0].
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  void all_to_all_v(In&& in_buffer, std::span<const int> send_counts, Out&& out_buffer,
+                    std::span<const int> recv_counts) {
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    if (send_counts.size() != 1 || recv_counts.size() != 1 || send_counts[0] != recv_counts[0] || send_counts[0] < 0 ||
+        static_cast<std::size_t>(send_counts[0]) > in.size() || static_cast<std::size_t>(send_counts[0]) > out.size())
+      abort(1, "weft::single_world::all_to_all_v: pass one send and one equal receive count, within the buffers.");
+    copy(in.first(static_cast<std::size_t>(send_counts[0])), out.first(static_cast<std::size_t>(send_counts[0])));
+  }
+
   template <comm_output R>
   void broadcast(R&&, int root) {
     require_self("broadcast", "root", root);

@@ -1,0 +1,300 @@
+#pragma once
+// ---- a top-k routed mixture-of-experts MLP (Mixtral, Switch Transformer, Qwen-MoE) ----
+// moe_mlp<C, Experts, TopK, Ffn, Options...>: width C -> width C, in place of an MLP.
+//   router     logits(N, E) = x · gate.weightᵀ (no bias); probs = softmax; the TopK experts of
+//              largest probability, gates renormalised over the k (Mixtral), ties to the lower
+//              expert index (ops/topk_router.hpp)
+//   dispatch   dropless: every token goes to each of its k experts, the N·k routed rows grouped
+//              by expert in (token, k) order (ops/moe_dispatch.hpp)
+//   experts    per expert a bias-free MLP of hidden width Ffn, GELU (default) or SwiGLU
+//              (option swiglu_experts), run as grouped matrix products (ops/grouped_matmul.hpp)
+//   combine    out[n] = sum_k gate[n, k] · expert_k(x[n])  (+ shared_expert(x[n]) if given)
+//   aux loss   alpha · E · sum_e f_e · P_e (Switch), added to the training loss through the
+//              backward (model/aux_loss.hpp says how its value is reported and weighted)
+// Parameters (stacked per expert, as Hugging Face's fused-expert checkpoints keep them):
+//   gate.weight                 (expert, in)                      router
+//   experts.up_proj             (expert, ffn, in)                 GELU experts, or
+//   experts.gate_up_proj        (expert, 2·ffn, in)               SwiGLU experts, [gate | up]
+//   experts.down_proj           (expert, in, ffn)
+//   shared_expert.<child names> the shared expert's own parameters (option shared_expert<L>)
+// Kept (rows N = batch·seq, R = N·k routed rows): probs (N, E), gates (N, k), expert
+// pre-activations (R, ffn or 2·ffn), activations (R, ffn), expert outputs (R, C), and the
+// routing as int32 (choices (N, k), slots (N, k), tokens (R), offsets (E + 1)), one element of
+// the kept block each (the host element types are at least 4 bytes), then the shared expert's.
+// Tensor parallelism is not implemented for this layer (a tp > 1 plan fails to compile in
+// model_partition); expert parallelism is model/moe_expert_parallel.hpp and model/ep_moe_mlp.hpp.
+#include "weft/core/diagnostics.hpp"  // diag::at_least
+#include "weft/core/shape.hpp"        // shape, axis
+#include "weft/model/aux_loss.hpp"    // aux_losses
+#include "weft/model/layer.hpp"       // leaf_layer, frame, npos_param, param_info
+#include "weft/model/param.hpp"       // param, param_list, init
+#include "weft/ops/accumulate.hpp"    // accumulate
+#include "weft/ops/fill.hpp"          // zero
+#include "weft/ops/gelu.hpp"          // gelu_forward/backward
+#include "weft/ops/grouped_matmul.hpp"  // grouped_matmul_forward/backward
+#include "weft/ops/matmul.hpp"        // matmul_forward/backward
+#include "weft/ops/moe_dispatch.hpp"  // moe_dispatch_plan, moe_gather, moe_combine
+#include "weft/ops/swiglu.hpp"        // swiglu_forward/backward
+#include "weft/ops/topk_router.hpp"   // topk_router_forward/backward, load_balance_loss
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace weft {
+
+// ---- options ----
+
+/// The experts are SwiGLU MLPs (LLaMA/Mixtral): silu(x·W_gate) ⊙ (x·W_up) · W_down.
+struct swiglu_experts {
+  using weft_moe_option_tag = void;
+};
+/// The experts are GELU MLPs (GPT-2 style, tanh GELU, no biases). The default.
+struct gelu_experts {
+  using weft_moe_option_tag = void;
+};
+/// One shared expert `L` (any width-preserving layer, e.g. swiglu_mlp<C, F>) applied to every
+/// token and added to the routed output (Qwen-MoE, DeepSeek-MoE; several shared experts are one
+/// wider MLP). Its parameters are called `shared_expert.<its names>`.
+template <class L>
+struct shared_expert {
+  using weft_moe_option_tag = void;
+  using layer_type = L;
+};
+/// The load-balancing loss weight alpha = Num / Den (default 1 / 100, as Switch and Mixtral).
+/// aux_loss_weight<0> turns the auxiliary loss off.
+template <std::size_t Num, std::size_t Den = 1000>
+struct aux_loss_weight {
+  using weft_moe_option_tag = void;
+  static constexpr double value = static_cast<double>(Num) / static_cast<double>(Den);
+};
+
+namespace detail {
+template <class T>
+struct is_shared_expert : std::false_type {};
+template <class L>
+struct is_shared_expert<shared_expert<L>> : std::true_type {};
+template <class T>
+struct is_aux_weight : std::false_type {};
+template <std::size_t N, std::size_t D>
+struct is_aux_weight<aux_loss_weight<N, D>> : std::true_type {};
+
+// The first option satisfying Pred, or Default.
+template <template <class> class Pred, class Default, class... Os>
+struct find_option {
+  using type = Default;
+};
+template <template <class> class Pred, class Default, class O, class... Os>
+struct find_option<Pred, Default, O, Os...> {
+  using type = std::conditional_t<Pred<O>::value, O, typename find_option<Pred, Default, Os...>::type>;
+};
+template <class O>
+struct is_swiglu_option : std::is_same<O, swiglu_experts> {};
+
+// No shared expert: a stand-in with nothing in it.
+struct no_shared_expert {
+  static constexpr std::size_t param_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = 0;
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = 0;
+};
+
+template <class O>
+inline constexpr bool is_moe_option = requires { typename O::weft_moe_option_tag; };
+
+template <std::size_t C, std::size_t E, std::size_t H1, std::size_t F>
+using moe_params_gelu = param_list<param<"gate.weight", shape<axis<"expert", E>, axis<"in", C>>, role::replicated, init::normal<20>>,
+                                   param<"experts.up_proj", shape<axis<"expert", E>, axis<"out", H1>, axis<"in", C>>,
+                                         role::replicated, init::normal<20>>,
+                                   param<"experts.down_proj", shape<axis<"expert", E>, axis<"out", C>, axis<"in", F>>,
+                                         role::replicated, init::normal_residual<20>>>;
+template <std::size_t C, std::size_t E, std::size_t H1, std::size_t F>
+using moe_params_swiglu = param_list<param<"gate.weight", shape<axis<"expert", E>, axis<"in", C>>, role::replicated, init::normal<20>>,
+                                     param<"experts.gate_up_proj", shape<axis<"expert", E>, axis<"out", H1>, axis<"in", C>>,
+                                           role::replicated, init::normal<20>>,
+                                     param<"experts.down_proj", shape<axis<"expert", E>, axis<"out", C>, axis<"in", F>>,
+                                           role::replicated, init::normal_residual<20>>>;
+}  // namespace detail
+
+/// A top-k routed mixture of `Experts` MLPs of hidden width `Ffn` (see the top of this file).
+template <std::size_t C, std::size_t Experts, std::size_t TopK, std::size_t Ffn, class... Options>
+struct moe_mlp {
+  static constexpr bool options_known = (detail::is_moe_option<Options> && ... && true);
+  static_assert(options_known, "weft::moe_mlp: an option is not a moe_mlp option. Use swiglu_experts, gelu_experts, shared_expert<L> or aux_loss_weight<N, D>.");
+  static constexpr bool sizes_positive = diag::at_least<C, 1> && diag::at_least<Experts, 1> && diag::at_least<TopK, 1> && diag::at_least<Ffn, 1>;
+  static_assert(sizes_positive, "weft::moe_mlp: a size is 0. Give the width, experts, top-k and ffn as at least 1.");
+  static constexpr bool topk_fits = diag::at_most<TopK, Experts>;
+  static_assert(topk_fits, "weft::moe_mlp: top-k is larger than the number of experts. Route each token to at most Experts experts.");
+
+  static constexpr std::size_t width = C, experts = Experts, top_k = TopK, ffn = Ffn;
+  static constexpr bool swiglu = (detail::is_swiglu_option<Options>::value || ... || false);
+  static constexpr std::size_t expert_in = swiglu ? 2 * Ffn : Ffn;  ///< rows of a first expert matrix
+  using aux_weight = typename detail::find_option<detail::is_aux_weight, aux_loss_weight<10>, Options...>::type;
+  static constexpr double aux_alpha = aux_weight::value;
+  using shared_option = typename detail::find_option<detail::is_shared_expert, void, Options...>::type;
+  static constexpr bool has_shared = !std::is_void_v<shared_option>;
+  using shared_type = typename std::conditional_t<has_shared, shared_option, shared_expert<detail::no_shared_expert>>::layer_type;
+
+  using params = std::conditional_t<swiglu, detail::moe_params_swiglu<C, Experts, expert_in, Ffn>,
+                                    detail::moe_params_gelu<C, Experts, expert_in, Ffn>>;
+  static constexpr std::string_view structure_name = "moe_mlp";
+  static constexpr std::size_t in_width = C, out_width = C;
+  static constexpr std::size_t own_param_count = params::size;
+  static constexpr std::size_t param_count = own_param_count + shared_type::param_count;
+  static constexpr std::size_t gate_offset = params::template offset_of<"gate.weight">;
+  static constexpr std::size_t w1_offset = params::offsets[1];
+  static constexpr std::size_t w2_offset = params::template offset_of<"experts.down_proj">;
+
+  // ---- kept block (elements) ----
+  template <std::size_t B, std::size_t S>
+  struct kept_layout {
+    static constexpr std::size_t N = B * S, R = N * TopK;
+    static constexpr std::size_t probs = 0;                         // (N, E)
+    static constexpr std::size_t gates = probs + N * Experts;       // (N, k)
+    static constexpr std::size_t pre = gates + N * TopK;            // (R, expert_in)
+    static constexpr std::size_t act = pre + R * expert_in;         // (R, ffn)
+    static constexpr std::size_t out = act + R * Ffn;               // (R, C)
+    static constexpr std::size_t ints = out + R * C;                // int32: choices, slots, tokens, offsets
+    static constexpr std::size_t int_count = 3 * R + Experts + 1;
+    static constexpr std::size_t shared = ints + int_count;         // the shared expert's kept block
+    static constexpr std::size_t total = shared + shared_type::template kept_count<B, S>;
+  };
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t kept_count = kept_layout<B, S>::total;
+
+  // ---- workspace (elements): ours, then the shared expert's ----
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t own_scratch = [] {
+    constexpr std::size_t N = B * S, R = N * TopK;
+    constexpr std::size_t fwd = R * C + (has_shared ? N * C : 0);              // grouped x, shared out
+    constexpr std::size_t bwd = 3 * R * C + R * Ffn + R * expert_in + N * TopK + N * Experts;
+    return std::max(fwd, bwd);
+  }();
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = own_scratch<B, S> + shared_type::template scratch_count<B, S>;
+
+  static constexpr std::size_t find_param(std::string_view path) {
+    const std::size_t o = params::find(path);
+    if (o != params::npos) return o;
+    if constexpr (has_shared) {
+      constexpr std::string_view prefix = "shared_expert.";
+      if (path.substr(0, prefix.size()) == prefix) {
+        const std::size_t s = shared_type::find_param(path.substr(prefix.size()));
+        return s == npos_param ? npos_param : own_param_count + s;
+      }
+    }
+    return npos_param;
+  }
+  template <class F>
+  static void visit_params(const std::string& prefix, std::size_t base, const init_context& ic, F&& f) {
+    leaf_layer<params>::visit_params(prefix, base, ic, f);
+    if constexpr (has_shared) shared_type::visit_params(prefix + "shared_expert.", base + own_param_count, ic, f);
+  }
+
+  /// The load-balancing loss of the last forward in this frame (alpha included).
+  template <class Fr>
+  static double aux_loss(const Fr& f) {
+    using L = kept_layout<Fr::batch, Fr::seq>;
+    return ops::load_balance_loss<Fr::rows, Experts, TopK>(f.ctx, static_cast<typename Fr::value_type*>(nullptr),
+                                                             f.kept + L::probs, choices(f), aux_alpha, 0.0);
+  }
+
+  template <class Fr>
+  static void forward(const Fr& f, const typename Fr::value_type* in, typename Fr::value_type* out) {
+    using T = typename Fr::value_type;
+    static_assert(sizeof(T) >= sizeof(std::int32_t), "weft::moe_mlp: the routing is kept as int32 in the element type's slots, which must be at least 4 bytes. Use float or double.");
+    using L = kept_layout<Fr::batch, Fr::seq>;
+    constexpr std::size_t N = L::N, R = L::R;
+    T* probs = f.kept + L::probs;  // (N, E)
+    T* gates = f.kept + L::gates;  // (N, k)
+    std::int32_t* ch = choices(f);           // (N, k)
+    std::int32_t* slot = ch + R;             // (N, k)
+    std::int32_t* token = slot + R;          // (R)
+    std::int32_t* offsets = token + R;       // (E + 1)
+    // router: logits into probs, then softmax and top-k in place
+    ops::matmul_forward<N, C, Experts>(f.ctx, probs, in, f.params + gate_offset, static_cast<const T*>(nullptr));
+    ops::topk_router_forward<N, Experts, TopK>(f.ctx, probs, gates, ch, probs);
+    ops::moe_dispatch_plan<N, Experts, TopK>(f.ctx, offsets, slot, token, ch);
+    // experts over the grouped rows
+    T* xe = f.scratch;  // (R, C)
+    ops::moe_gather<N, TopK, C>(f.ctx, xe, in, token);
+    T* pre = f.kept + L::pre;  // (R, expert_in)
+    T* act = f.kept + L::act;  // (R, ffn)
+    T* ye = f.kept + L::out;   // (R, C)
+    ops::grouped_matmul_forward<R, C, expert_in, Experts>(f.ctx, pre, xe, f.params + w1_offset, offsets);
+    if constexpr (swiglu) ops::swiglu_forward<R, Ffn>(f.ctx, act, pre);
+    else ops::gelu_forward<R * Ffn>(f.ctx, act, pre);
+    ops::grouped_matmul_forward<R, Ffn, C, Experts>(f.ctx, ye, act, f.params + w2_offset, offsets);
+    ops::moe_combine_forward<N, TopK, C>(f.ctx, out, ye, gates, slot);  // (N, C)
+    if constexpr (has_shared) {
+      T* sh = f.scratch + R * C;  // (N, C)
+      shared_type::forward(shared_frame(f), in, sh);
+      ops::accumulate(f.ctx, out, sh, N * C);
+    }
+  }
+
+  template <class Fr>
+  static void backward(const Fr& f, const typename Fr::value_type* in, const typename Fr::value_type* dout,
+                       typename Fr::value_type* din) {
+    using T = typename Fr::value_type;
+    using L = kept_layout<Fr::batch, Fr::seq>;
+    constexpr std::size_t N = L::N, R = L::R;
+    if constexpr (has_shared) {  // its parameters come last: its gradients are final first
+      const Fr sf = shared_frame(f);
+      shared_type::backward(sf, in, dout, din);
+      sf.report_grads_final();
+    }
+    const T* probs = f.kept + L::probs;
+    const T* gates = f.kept + L::gates;
+    const std::int32_t* ch = choices(f);
+    const std::int32_t* slot = ch + R;
+    const std::int32_t* token = slot + R;
+    const std::int32_t* offsets = token + R;
+    // workspace: (R, C) x3, (R, ffn), (R, expert_in), (N, k), (N, E)
+    T* xe = f.scratch;
+    T* dye = xe + R * C;
+    T* dxe = dye + R * C;
+    T* dact = dxe + R * C;
+    T* dpre = dact + R * Ffn;
+    T* dgates = dpre + R * expert_in;
+    T* dlogits = dgates + N * TopK;
+    ops::zero(f.ctx, dye, 2 * R * C + R * Ffn + R * expert_in + N * TopK + N * Experts);  // all but xe
+    ops::moe_gather<N, TopK, C>(f.ctx, xe, in, token);  // re-gathered, not kept
+    ops::moe_combine_backward<N, TopK, C>(f.ctx, dye, dgates, dout, f.kept + L::out, gates, slot);
+    ops::grouped_matmul_backward<R, Ffn, C, Experts>(f.ctx, dact, f.grads + w2_offset, dye, f.kept + L::act,
+                                                      f.params + w2_offset, offsets);
+    if constexpr (swiglu) ops::swiglu_backward<R, Ffn>(f.ctx, dpre, f.kept + L::pre, dact);
+    else ops::gelu_backward<R * Ffn>(f.ctx, dpre, f.kept + L::pre, dact);
+    ops::grouped_matmul_backward<R, C, expert_in, Experts>(f.ctx, dxe, f.grads + w1_offset, dpre, xe,
+                                                            f.params + w1_offset, offsets);
+    ops::moe_gather_backward<N, TopK, C>(f.ctx, din, dxe, slot);
+    // router: through the gates, plus the load-balancing loss (its weight in the step's loss
+    // is aux_losses().gradient_scale); its value is reported to the meter
+    ops::topk_router_backward<N, Experts, TopK>(f.ctx, dlogits, dgates, probs, gates, ch);
+    if constexpr (aux_alpha > 0) {
+      auto& meter = aux_losses();
+      const double aux = ops::load_balance_loss<N, Experts, TopK>(
+          f.ctx, meter.gradient_scale != 0 ? dlogits : static_cast<T*>(nullptr), probs, ch, aux_alpha, meter.gradient_scale);
+      meter.record(aux);
+    }
+    ops::matmul_backward<N, C, Experts>(f.ctx, din, f.grads + gate_offset, static_cast<T*>(nullptr), dlogits, in,
+                                        f.params + gate_offset);
+  }
+
+ private:
+  template <class Fr>
+  static std::int32_t* choices(const Fr& f) {
+    // the int32 routing lives in the kept block's element slots (see the top of the file)
+    return reinterpret_cast<std::int32_t*>(f.kept + kept_layout<Fr::batch, Fr::seq>::ints);
+  }
+  template <class Fr>
+  static Fr shared_frame(const Fr& f) {
+    return f.child(own_param_count, kept_layout<Fr::batch, Fr::seq>::shared, own_scratch<Fr::batch, Fr::seq>);
+  }
+};
+
+}  // namespace weft
