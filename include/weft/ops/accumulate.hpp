@@ -23,7 +23,7 @@ template <host_element T>
 void op_impl(accumulate_op, const host_context&, T* y, const std::type_identity_t<T>* x, std::size_t n,
              std::type_identity_t<T> alpha) {
 #pragma omp parallel for simd if (n >= detail::parallel_min_work)
-  for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  for (std::size_t i = 0; i < n; ++i) y[i] = T(compute_t<T>(y[i]) + compute_t<T>(alpha) * compute_t<T>(x[i]));
 }
 
 /// y(rows, n) += x(n) for every row: a bias added to each token's row.

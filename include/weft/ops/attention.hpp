@@ -38,13 +38,15 @@ struct attention_dims {
 };
 
 // ---- contiguous kernels over one head (length D) ----
+// A dot product in compute_t<T> (T itself, float for bf16).
 template <std::size_t D, class T>
-inline T attention_dot(const T* a, const T* b) {
-  T acc = 0;
+inline compute_t<T> attention_dot(const T* a, const T* b) {
+  using F = compute_t<T>;
+  F acc = 0;
 #if defined(_OPENMP)
 #pragma omp simd reduction(+ : acc)
 #endif
-  for (std::size_t i = 0; i < D; ++i) acc += a[i] * b[i];
+  for (std::size_t i = 0; i < D; ++i) acc += F(a[i]) * F(b[i]);
   return acc;
 }
 
@@ -137,6 +139,103 @@ void attention_backward_key_value(T* dk, T* dv, const T* dpre, const T* att, con
   }
 }
 
+// ---- bf16 storage: the same passes with float accumulators ----
+// A bf16 buffer must never serve as an accumulator (each += would round to 8 bits): scores,
+// probabilities, out_t, dq_t, dk and dv are summed in float locals and each stored value is
+// rounded once. The key/value pass walks keys in the outer loop (and the group's query heads
+// inside it) so dk_t2 and dv_t2 are complete before they are stored.
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const T* v, compute_t<T> scale) {
+  using F = compute_t<T>;
+  F row[S];      // (S) scores, then exp, of row t
+  F acc_out[D];  // (D) out_t
+  for (std::size_t t = 0; t < S; ++t) {
+    const T* q_t = q + t * Ld;  // (D)
+    T* att_t = att + t * S;     // (S)
+    F max_score = scale * attention_dot<D>(q_t, k);
+    row[0] = max_score;
+    for (std::size_t t2 = 1; t2 <= t; ++t2) {
+      row[t2] = scale * attention_dot<D>(q_t, k + t2 * Ld);
+      if (row[t2] > max_score) max_score = row[t2];
+    }
+    acc_t<T> sum = 0;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      row[t2] = std::exp(row[t2] - max_score);
+      sum += row[t2];
+    }
+    const F inv_sum = static_cast<F>(1 / sum);
+    for (std::size_t i = 0; i < D; ++i) acc_out[i] = 0;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      const F p = row[t2] * inv_sum;
+      att_t[t2] = T(p);
+      const T* v_t2 = v + t2 * Ld;  // (D)
+      for (std::size_t i = 0; i < D; ++i) acc_out[i] += p * F(v_t2[i]);
+    }
+    for (std::size_t t2 = t + 1; t2 < S; ++t2) att_t[t2] = T(0.0f);
+    T* out_t = out + t * LdOut;  // (D)
+    for (std::size_t i = 0; i < D; ++i) out_t[i] = T(acc_out[i]);
+  }
+}
+
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+void attention_backward_query_mixed(T* dq, T* dpre, const T* dout, const T* att, const T* k, const T* v,
+                                    compute_t<T> scale) {
+  using F = compute_t<T>;
+  F datt[S];    // (S) d(att) of row t
+  F acc_dq[D];  // (D) dq_t
+  for (std::size_t t = 0; t < S; ++t) {
+    const T* dout_t = dout + t * LdOut;  // (D)
+    const T* att_t = att + t * S;        // (S)
+    T* dpre_t = dpre + t * S;            // (S)
+    acc_t<T> row_sum = 0;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      datt[t2] = attention_dot<D>(dout_t, v + t2 * Ld);
+      row_sum += F(att_t[t2]) * datt[t2];
+    }
+    const F row_dot = static_cast<F>(row_sum);
+    for (std::size_t i = 0; i < D; ++i) acc_dq[i] = 0;
+    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+      const F dp = F(att_t[t2]) * (datt[t2] - row_dot);
+      dpre_t[t2] = T(dp);
+      const T* k_t2 = k + t2 * Ld;  // (D)
+      for (std::size_t i = 0; i < D; ++i) acc_dq[i] += scale * dp * F(k_t2[i]);
+    }
+    for (std::size_t t2 = t + 1; t2 < S; ++t2) dpre_t[t2] = T(0.0f);
+    T* dq_t = dq + t * Ld;  // (D)
+    for (std::size_t i = 0; i < D; ++i) dq_t[i] = T(F(dq_t[i]) + acc_dq[i]);
+  }
+}
+
+// dk and dv of one kv head, summed over the Group query heads that read it. q, dout, dpre and
+// att point at the group's first query head; heads are D (q, dout) or S*S (dpre, att) apart.
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t Group, class T>
+void attention_backward_key_value_mixed(T* dk, T* dv, const T* dpre, const T* att, const T* q, const T* dout,
+                                        compute_t<T> scale) {
+  using F = compute_t<T>;
+  F acc_dk[D], acc_dv[D];  // (D) each: key t2's gradients
+  for (std::size_t t2 = 0; t2 < S; ++t2) {
+    for (std::size_t i = 0; i < D; ++i) acc_dk[i] = acc_dv[i] = 0;
+    for (std::size_t g = 0; g < Group; ++g) {
+      for (std::size_t t = t2; t < S; ++t) {
+        const F dp = scale * F(dpre[g * S * S + t * S + t2]);
+        const F a = F(att[g * S * S + t * S + t2]);
+        const T* q_t = q + g * D + t * Ld;           // (D)
+        const T* dout_t = dout + g * D + t * LdOut;  // (D)
+        for (std::size_t i = 0; i < D; ++i) {
+          acc_dk[i] += dp * F(q_t[i]);
+          acc_dv[i] += a * F(dout_t[i]);
+        }
+      }
+    }
+    T* dk_t2 = dk + t2 * Ld;  // (D)
+    T* dv_t2 = dv + t2 * Ld;  // (D)
+    for (std::size_t i = 0; i < D; ++i) {
+      dk_t2[i] = T(F(dk_t2[i]) + acc_dk[i]);
+      dv_t2[i] = T(F(dv_t2[i]) + acc_dv[i]);
+    }
+  }
+}
+
 }  // namespace detail
 
 /// Elements of the `scratch` buffer `attention_backward` needs: (batch, heads, seq, seq).
@@ -155,20 +254,36 @@ void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out,
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
   constexpr std::size_t ld_out = dims::out_width;
-  const T scale = detail::attention_scale<T, D>();
-
+  const compute_t<T> scale = detail::attention_scale<compute_t<T>, D>();
+  if constexpr (is_storage_only_v<T>) {
+    // ---- bf16: float accumulators (see the _mixed kernels) ----
 #if defined(_OPENMP)
 #pragma omp parallel for collapse(2) if (dims::parallel)
 #endif
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t h = 0; h < H; ++h) {
-      const std::size_t kvh = h / dims::group;
-      const T* base = qkv + b * S * ld;  // (seq, qkv_width) of this batch row
-      detail::attention_forward_head<S, D, ld, ld_out>(out + b * S * ld_out + h * D,  // (seq, D)
-                                                       att + (b * H + h) * S * S,     // (seq, seq)
-                                                       base + h * D,                  // q head h
-                                                       base + dims::k_offset + kvh * D,
-                                                       base + dims::v_offset + kvh * D, scale);
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t kvh = h / dims::group;
+        const T* base = qkv + b * S * ld;  // (seq, qkv_width)
+        detail::attention_forward_head_mixed<S, D, ld, ld_out>(
+            out + b * S * ld_out + h * D, att + (b * H + h) * S * S, base + h * D, base + dims::k_offset + kvh * D,
+            base + dims::v_offset + kvh * D, scale);
+      }
+    }
+    return;
+  } else {
+#if defined(_OPENMP)
+#pragma omp parallel for collapse(2) if (dims::parallel)
+#endif
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t kvh = h / dims::group;
+        const T* base = qkv + b * S * ld;  // (seq, qkv_width) of this batch row
+        detail::attention_forward_head<S, D, ld, ld_out>(out + b * S * ld_out + h * D,  // (seq, D)
+                                                         att + (b * H + h) * S * S,     // (seq, seq)
+                                                         base + h * D,                  // q head h
+                                                         base + dims::k_offset + kvh * D,
+                                                         base + dims::v_offset + kvh * D, scale);
+      }
     }
   }
 }
@@ -187,44 +302,73 @@ void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqk
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
   constexpr std::size_t ld_out = dims::out_width;
-  const T scale = detail::attention_scale<T, D>();
-
-  // Pass 1 over (batch, query head): d(preatt) and dq. Each pair writes only its own dq head.
+  const compute_t<T> scale = detail::attention_scale<compute_t<T>, D>();
+  if constexpr (is_storage_only_v<T>) {
+    // ---- bf16: float accumulators (see the _mixed kernels) ----
 #if defined(_OPENMP)
 #pragma omp parallel for collapse(2) if (dims::parallel)
 #endif
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t h = 0; h < H; ++h) {
-      const std::size_t kvh = h / dims::group;
-      const T* base = qkv + b * S * ld;  // (seq, qkv_width)
-      detail::attention_backward_query<S, D, ld, ld_out>(dqkv + b * S * ld + h * D,          // dq head h
-                                                         scratch + (b * H + h) * S * S,     // (seq, seq)
-                                                         dout + b * S * ld_out + h * D,     // (seq, D)
-                                                         att + (b * H + h) * S * S,         // (seq, seq)
-                                                         base + dims::k_offset + kvh * D,   // k
-                                                         base + dims::v_offset + kvh * D,   // v
-                                                         scale);
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t kvh = h / dims::group;
+        const T* base = qkv + b * S * ld;  // (seq, qkv_width)
+        detail::attention_backward_query_mixed<S, D, ld, ld_out>(
+            dqkv + b * S * ld + h * D, scratch + (b * H + h) * S * S, dout + b * S * ld_out + h * D,
+            att + (b * H + h) * S * S, base + dims::k_offset + kvh * D, base + dims::v_offset + kvh * D, scale);
+      }
     }
-  }
-
-  // Pass 2 over (batch, kv head): the query heads of a group share dk and dv, so one thread
-  // owns each kv head and walks its group serially (no write races).
 #if defined(_OPENMP)
 #pragma omp parallel for collapse(2) if (dims::parallel)
 #endif
-  for (std::size_t b = 0; b < B; ++b) {
-    for (std::size_t kvh = 0; kvh < KVH; ++kvh) {
-      const T* base = qkv + b * S * ld;  // (seq, qkv_width)
-      T* dbase = dqkv + b * S * ld;      // (seq, qkv_width)
-      for (std::size_t g = 0; g < dims::group; ++g) {
-        const std::size_t h = kvh * dims::group + g;
-        detail::attention_backward_key_value<S, D, ld, ld_out>(dbase + dims::k_offset + kvh * D,  // dk
-                                                               dbase + dims::v_offset + kvh * D,  // dv
-                                                               scratch + (b * H + h) * S * S,
-                                                               att + (b * H + h) * S * S,
-                                                               base + h * D,                  // q head h
-                                                               dout + b * S * ld_out + h * D,  // (seq, D)
-                                                               scale);
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t kvh = 0; kvh < KVH; ++kvh) {
+        const std::size_t h0 = kvh * dims::group;  // the group's first query head
+        const T* base = qkv + b * S * ld;          // (seq, qkv_width)
+        T* dbase = dqkv + b * S * ld;              // (seq, qkv_width)
+        detail::attention_backward_key_value_mixed<S, D, ld, ld_out, dims::group>(
+            dbase + dims::k_offset + kvh * D, dbase + dims::v_offset + kvh * D, scratch + (b * H + h0) * S * S,
+            att + (b * H + h0) * S * S, base + h0 * D, dout + b * S * ld_out + h0 * D, scale);
+      }
+    }
+    return;
+  } else {
+    // Pass 1 over (batch, query head): d(preatt) and dq. Each pair writes only its own dq head.
+#if defined(_OPENMP)
+#pragma omp parallel for collapse(2) if (dims::parallel)
+#endif
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t h = 0; h < H; ++h) {
+        const std::size_t kvh = h / dims::group;
+        const T* base = qkv + b * S * ld;  // (seq, qkv_width)
+        detail::attention_backward_query<S, D, ld, ld_out>(dqkv + b * S * ld + h * D,          // dq head h
+                                                           scratch + (b * H + h) * S * S,     // (seq, seq)
+                                                           dout + b * S * ld_out + h * D,     // (seq, D)
+                                                           att + (b * H + h) * S * S,         // (seq, seq)
+                                                           base + dims::k_offset + kvh * D,   // k
+                                                           base + dims::v_offset + kvh * D,   // v
+                                                           scale);
+      }
+    }
+
+    // Pass 2 over (batch, kv head): the query heads of a group share dk and dv, so one thread
+    // owns each kv head and walks its group serially (no write races).
+#if defined(_OPENMP)
+#pragma omp parallel for collapse(2) if (dims::parallel)
+#endif
+    for (std::size_t b = 0; b < B; ++b) {
+      for (std::size_t kvh = 0; kvh < KVH; ++kvh) {
+        const T* base = qkv + b * S * ld;  // (seq, qkv_width)
+        T* dbase = dqkv + b * S * ld;      // (seq, qkv_width)
+        for (std::size_t g = 0; g < dims::group; ++g) {
+          const std::size_t h = kvh * dims::group + g;
+          detail::attention_backward_key_value<S, D, ld, ld_out>(dbase + dims::k_offset + kvh * D,  // dk
+                                                                 dbase + dims::v_offset + kvh * D,  // dv
+                                                                 scratch + (b * H + h) * S * S,
+                                                                 att + (b * H + h) * S * S,
+                                                                 base + h * D,                  // q head h
+                                                                 dout + b * S * ld_out + h * D,  // (seq, D)
+                                                                 scale);
+        }
       }
     }
   }

@@ -16,8 +16,9 @@ inline constexpr op_fn<clip_op> clip{};
 template <host_element T>
 void op_impl(clip_op, const host_context&, T* g, std::size_t n, double norm, double max_norm) {
   if (max_norm <= 0 || !(norm > max_norm)) return;
-  const T s = static_cast<T>(max_norm / norm);
-  for (std::size_t i = 0; i < n; ++i) g[i] *= s;
+  // compute_t: a bf16 gradient is scaled by the float factor and rounded once.
+  const compute_t<T> s = static_cast<compute_t<T>>(max_norm / norm);
+  for (std::size_t i = 0; i < n; ++i) g[i] = T(compute_t<T>(g[i]) * s);
 }
 
 }  // namespace weft::ops

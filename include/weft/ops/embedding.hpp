@@ -48,7 +48,7 @@ void op_impl(embedding_backward_op<N, V, C>, const host_context&, T* dtable, con
       T* drow = dtable + std::size_t(idx[n]) * C + i0;  // (nb)
       const T* dy = dout + n * C + i0;                   // (nb)
 #pragma omp simd
-      for (std::size_t i = 0; i < nb; ++i) drow[i] += dy[i];
+      for (std::size_t i = 0; i < nb; ++i) drow[i] = T(compute_t<T>(drow[i]) + compute_t<T>(dy[i]));
     }
   }
 }
@@ -67,7 +67,7 @@ void op_impl(positional_forward_op<B, S, C>, const host_context&, T* out, const 
     const T* p = wpe + (bs % S) * C;  // (C)
     T* y = out + bs * C;              // (C)
 #pragma omp simd
-    for (std::size_t i = 0; i < C; ++i) y[i] += p[i];
+    for (std::size_t i = 0; i < C; ++i) y[i] = T(compute_t<T>(y[i]) + compute_t<T>(p[i]));
   }
 }
 
@@ -80,13 +80,27 @@ inline constexpr op_fn<positional_backward_op<B, S, C>> positional_backward{};
 template <std::size_t B, std::size_t S, std::size_t C, host_element T>
 void op_impl(positional_backward_op<B, S, C>, const host_context&, T* dwpe, const T* dout) {
   static_assert(detail::check_dims<B, S, C>::ok);
+  if constexpr (is_storage_only_v<T>) {
+    // bf16: the sum over the batch is formed in float and rounded once into dwpe[s].
+#pragma omp parallel for if (B * S * C >= detail::parallel_min_work)
+    for (std::size_t s = 0; s < S; ++s) {
+      compute_t<T> acc[C];  // (C)
+      for (std::size_t i = 0; i < C; ++i) acc[i] = compute_t<T>(dwpe[s * C + i]);
+      for (std::size_t b = 0; b < B; ++b) {
+        const T* dy = dout + (b * S + s) * C;  // (C)
+        for (std::size_t i = 0; i < C; ++i) acc[i] += compute_t<T>(dy[i]);
+      }
+      for (std::size_t i = 0; i < C; ++i) dwpe[s * C + i] = T(acc[i]);
+    }
+    return;
+  }
 #pragma omp parallel for if (B * S * C >= detail::parallel_min_work)
   for (std::size_t s = 0; s < S; ++s) {
     T* dp = dwpe + s * C;  // (C)
     for (std::size_t b = 0; b < B; ++b) {
       const T* dy = dout + (b * S + s) * C;  // (C)
 #pragma omp simd
-      for (std::size_t i = 0; i < C; ++i) dp[i] += dy[i];
+      for (std::size_t i = 0; i < C; ++i) dp[i] = T(compute_t<T>(dp[i]) + compute_t<T>(dy[i]));
     }
   }
 }

@@ -25,11 +25,12 @@ inline constexpr op_fn<gelu_forward_op<N>> gelu_forward{};
 template <std::size_t N, host_element T>
 void op_impl(gelu_forward_op<N>, const host_context&, T* out, const T* inp) {
   static_assert(detail::check_dims<N>::ok);
-  constexpr T k = T(detail::gelu_k), c = T(detail::gelu_c);
+  using F = compute_t<T>;  // T itself, float for bf16
+  constexpr F k = F(detail::gelu_k), c = F(detail::gelu_c);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {
-    const T x = inp[i];
-    out[i] = T(0.5) * x * (T(1) + detail::tanh_fast(k * (x + c * x * x * x)));
+    const F x = F(inp[i]);
+    out[i] = T(F(0.5) * x * (F(1) + detail::tanh_fast(k * (x + c * x * x * x))));
   }
 }
 
@@ -41,14 +42,15 @@ inline constexpr op_fn<gelu_backward_op<N>> gelu_backward{};
 template <std::size_t N, host_element T>
 void op_impl(gelu_backward_op<N>, const host_context&, T* dinp, const T* inp, const T* dout) {
   static_assert(detail::check_dims<N>::ok);
-  constexpr T k = T(detail::gelu_k), c = T(detail::gelu_c);
+  using F = compute_t<T>;
+  constexpr F k = F(detail::gelu_k), c = F(detail::gelu_c);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {
-    const T x = inp[i];
-    const T t = detail::tanh_fast(k * (x + c * x * x * x));
+    const F x = F(inp[i]);
+    const F t = detail::tanh_fast(k * (x + c * x * x * x));
     // d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
-    const T grad = T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
-    dinp[i] += grad * dout[i];
+    const F grad = F(0.5) * (F(1) + t) + F(0.5) * x * (F(1) - t * t) * k * (F(1) + F(3) * c * x * x);
+    dinp[i] = T(F(dinp[i]) + grad * F(dout[i]));
   }
 }
 

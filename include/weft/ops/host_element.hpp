@@ -1,15 +1,46 @@
 #pragma once
-// ---- host_element: the element types the host ops compute in ----
-// The host ops are templates on the element type T, deduced from their pointers. They
-// compute in T (with wider accumulators for per-row statistics, see detail::acc_t), so T
-// must be a built-in floating type: double (the correctness oracle), float (training), or
-// long double (exercises the portable, non-BLAS paths). A bf16 type joins here later.
+// ---- host_element: the element types the host ops store, and the types they compute in ----
+// The host ops are templates on the storage type T, deduced from their pointers. A built-in
+// floating type (double, the correctness oracle; float, training; long double, which exercises
+// the portable, non-BLAS paths) is computed in itself. weft::bf16 is a storage type only: every
+// op loads bf16 into float (compute_t), computes and accumulates as it would for float (row
+// statistics in acc_t, i.e. double), and rounds once when it stores. Norm statistics and
+// per-row losses of a bf16 op are kept in stat_t = float (see docs/precision.md).
+#include "weft/core/dtype.hpp"  // bf16
+
 #include <concepts>
 
 namespace weft::ops {
 
-/// Satisfied by the element types the host ops accept: float, double, long double.
+/// Satisfied by the element types the host ops accept: float, double, long double, bf16.
 template <class T>
-concept host_element = std::floating_point<T>;
+concept host_element = std::floating_point<T> || std::same_as<T, bf16>;
+
+namespace detail {
+
+template <class T>
+struct compute_type {
+  using type = T;
+};
+template <>
+struct compute_type<bf16> {
+  using type = float;
+};
+
+}  // namespace detail
+
+/// The type a host op computes in for storage type T: T itself, float for bf16.
+template <host_element T>
+using compute_t = typename detail::compute_type<T>::type;
+
+/// The storage type of row statistics (norm mean / rstd) and per-row losses: the compute type,
+/// so that a bf16 model keeps them in float (they are O(rows), and a rounded rstd would scale
+/// a whole row's error).
+template <host_element T>
+using stat_t = compute_t<T>;
+
+/// Whether T is a storage-only type (its ops load into compute_t<T> and round on store).
+template <class T>
+inline constexpr bool is_storage_only_v = std::same_as<T, bf16>;
 
 }  // namespace weft::ops

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 
 namespace weft::ops {
 
@@ -23,11 +24,12 @@ template <std::size_t N, std::size_t C>
 struct layernorm_forward_op {};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<layernorm_forward_op<N, C>> layernorm_forward{};
-template <std::size_t N, std::size_t C, host_element T>
-void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, T* mean, T* rstd, const T* inp, const T* weight,
-             const T* bias) {
+template <std::size_t N, std::size_t C, host_element T, host_element Stat>
+void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, Stat* mean, std::type_identity_t<Stat>* rstd,
+             const T* inp, const T* weight, const T* bias) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
+  using F = compute_t<T>;  // T itself, float for bf16 (loads widen, the store rounds once)
 #pragma omp parallel for if (N * C >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {
     const T* x = inp + n * C;  // (C)
@@ -43,11 +45,11 @@ void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, T* mean, T
       sq += d * d;
     }
     const acc s = acc(1) / std::sqrt(sq / acc(C) + acc(layernorm_eps));
-    const T mt = T(m), st = T(s);
+    const F mt = F(m), st = F(s);
 #pragma omp simd
-    for (std::size_t i = 0; i < C; ++i) y[i] = (x[i] - mt) * st * weight[i] + bias[i];
-    mean[n] = mt;
-    rstd[n] = st;
+    for (std::size_t i = 0; i < C; ++i) y[i] = T((F(x[i]) - mt) * st * F(weight[i]) + F(bias[i]));
+    mean[n] = Stat(mt);
+    rstd[n] = Stat(st);
   }
 }
 
@@ -56,11 +58,12 @@ template <std::size_t N, std::size_t C>
 struct layernorm_backward_op {};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<layernorm_backward_op<N, C>> layernorm_backward{};
-template <std::size_t N, std::size_t C, host_element T>
+template <std::size_t N, std::size_t C, host_element T, host_element Stat>
 void op_impl(layernorm_backward_op<N, C>, const host_context&, T* dinp, T* dweight, T* dbias, const T* dout,
-             const T* inp, const T* weight, const T* mean, const T* rstd) {
+             const T* inp, const T* weight, const Stat* mean, const std::type_identity_t<Stat>* rstd) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
+  using F = compute_t<T>;
   [[maybe_unused]] constexpr bool big = N * C >= detail::parallel_min_work;
   // ---- dinp, row by row: with xhat = (x - mean) * rstd and g = dout * weight,
   //      dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) ----
@@ -69,7 +72,7 @@ void op_impl(layernorm_backward_op<N, C>, const host_context&, T* dinp, T* dweig
     const T* x = inp + n * C;    // (C)
     const T* dy = dout + n * C;  // (C)
     T* dx = dinp + n * C;        // (C)
-    const T m = mean[n], s = rstd[n];
+    const F m = F(mean[n]), s = F(rstd[n]);
     acc g_sum = 0, gx_sum = 0;
 #pragma omp simd reduction(+ : g_sum, gx_sum)
     for (std::size_t i = 0; i < C; ++i) {
@@ -77,11 +80,11 @@ void op_impl(layernorm_backward_op<N, C>, const host_context&, T* dinp, T* dweig
       g_sum += g;
       gx_sum += g * (acc(x[i]) - acc(m)) * acc(s);
     }
-    const T g_mean = T(g_sum / acc(C)), gx_mean = T(gx_sum / acc(C));
+    const F g_mean = F(g_sum / acc(C)), gx_mean = F(gx_sum / acc(C));
 #pragma omp simd
     for (std::size_t i = 0; i < C; ++i) {
-      const T xhat = (x[i] - m) * s;
-      dx[i] += s * (dy[i] * weight[i] - g_mean - xhat * gx_mean);
+      const F xhat = (F(x[i]) - m) * s;
+      dx[i] = T(F(dx[i]) + s * (F(dy[i]) * F(weight[i]) - g_mean - xhat * gx_mean));
     }
   }
   // ---- dweight, dbias: sums over rows; threads own column blocks (no atomics) ----
@@ -93,16 +96,16 @@ void op_impl(layernorm_backward_op<N, C>, const host_context&, T* dinp, T* dweig
     for (std::size_t n = 0; n < N; ++n) {
       const T* x = inp + n * C + i0;    // (nb)
       const T* dy = dout + n * C + i0;  // (nb)
-      const T m = mean[n], s = rstd[n];
+      const F m = F(mean[n]), s = F(rstd[n]);
 #pragma omp simd
       for (std::size_t i = 0; i < nb; ++i) {
-        dw[i] += acc(dy[i] * ((x[i] - m) * s));
+        dw[i] += acc(F(dy[i]) * ((F(x[i]) - m) * s));
         db[i] += acc(dy[i]);
       }
     }
     for (std::size_t i = 0; i < nb; ++i) {
-      dweight[i0 + i] += T(dw[i]);
-      dbias[i0 + i] += T(db[i]);
+      dweight[i0 + i] = T(F(dweight[i0 + i]) + F(dw[i]));
+      dbias[i0 + i] = T(F(dbias[i0 + i]) + F(db[i]));
     }
   }
 }

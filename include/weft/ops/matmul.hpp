@@ -44,9 +44,11 @@ void sum_rows_into(T* dbias, const T* dout) {
     for (std::size_t n = 0; n < N; ++n) {
       const T* row = dout + n * OC + j0;  // (nb)
 #pragma omp simd
-      for (std::size_t j = 0; j < nb; ++j) acc[j] += row[j];
+      for (std::size_t j = 0; j < nb; ++j) acc[j] += acc_t<T>(row[j]);
     }
-    for (std::size_t j = 0; j < nb; ++j) dbias[j0 + j] += T(acc[j]);
+    // one rounding per element for a bf16 dbias: the sum is formed in float, then stored
+    using F = compute_t<T>;
+    for (std::size_t j = 0; j < nb; ++j) dbias[j0 + j] = T(F(dbias[j0 + j]) + F(acc[j]));
   }
 }
 

@@ -18,7 +18,7 @@ template <std::size_t N, host_element T>
 void op_impl(residual_forward_op<N>, const host_context&, T* out, const T* a, const T* b) {
   static_assert(detail::check_dims<N>::ok);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
-  for (std::size_t i = 0; i < N; ++i) out[i] = a[i] + b[i];
+  for (std::size_t i = 0; i < N; ++i) out[i] = T(compute_t<T>(a[i]) + compute_t<T>(b[i]));
 }
 
 /// Backward of residual_forward. Accumulates da(N) += dout and db(N) += dout. da and db must
@@ -32,8 +32,9 @@ void op_impl(residual_backward_op<N>, const host_context&, T* da, T* db, const T
   static_assert(detail::check_dims<N>::ok);
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {
-    da[i] += dout[i];
-    db[i] += dout[i];
+    // compute_t: float for bf16, the sum rounded once on store
+    da[i] = T(compute_t<T>(da[i]) + compute_t<T>(dout[i]));
+    db[i] = T(compute_t<T>(db[i]) + compute_t<T>(dout[i]));
   }
 }
 

@@ -20,10 +20,11 @@ template <std::size_t N, std::size_t C>
 struct rmsnorm_forward_op {};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<rmsnorm_forward_op<N, C>> rmsnorm_forward{};
-template <std::size_t N, std::size_t C, host_element T>
-void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, T* rstd, const T* inp, const T* weight) {
+template <std::size_t N, std::size_t C, host_element T, host_element Stat>
+void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, Stat* rstd, const T* inp, const T* weight) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
+  using F = compute_t<T>;  // T itself, float for bf16 (loads widen, the store rounds once)
 #pragma omp parallel for if (N * C >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {
     const T* x = inp + n * C;  // (C)
@@ -31,10 +32,10 @@ void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, T* rstd, con
     acc sq = 0;
 #pragma omp simd reduction(+ : sq)
     for (std::size_t i = 0; i < C; ++i) sq += acc(x[i]) * acc(x[i]);
-    const T s = T(acc(1) / std::sqrt(sq / acc(C) + acc(rmsnorm_eps)));
+    const F s = F(acc(1) / std::sqrt(sq / acc(C) + acc(rmsnorm_eps)));
 #pragma omp simd
-    for (std::size_t i = 0; i < C; ++i) y[i] = x[i] * s * weight[i];
-    rstd[n] = s;
+    for (std::size_t i = 0; i < C; ++i) y[i] = T(F(x[i]) * s * F(weight[i]));
+    rstd[n] = Stat(s);
   }
 }
 
@@ -43,11 +44,12 @@ template <std::size_t N, std::size_t C>
 struct rmsnorm_backward_op {};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<rmsnorm_backward_op<N, C>> rmsnorm_backward{};
-template <std::size_t N, std::size_t C, host_element T>
+template <std::size_t N, std::size_t C, host_element T, host_element Stat>
 void op_impl(rmsnorm_backward_op<N, C>, const host_context&, T* dinp, T* dweight, const T* dout, const T* inp,
-             const T* weight, const T* rstd) {
+             const T* weight, const Stat* rstd) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
+  using F = compute_t<T>;
   [[maybe_unused]] constexpr bool big = N * C >= detail::parallel_min_work;
   // ---- dinp, row by row: with xhat = x * rstd and g = dout * weight,
   //      dx = rstd * (g - xhat * mean(g * xhat)) ----
@@ -56,13 +58,14 @@ void op_impl(rmsnorm_backward_op<N, C>, const host_context&, T* dinp, T* dweight
     const T* x = inp + n * C;    // (C)
     const T* dy = dout + n * C;  // (C)
     T* dx = dinp + n * C;        // (C)
-    const T s = rstd[n];
+    const F s = F(rstd[n]);
     acc gx_sum = 0;
 #pragma omp simd reduction(+ : gx_sum)
     for (std::size_t i = 0; i < C; ++i) gx_sum += acc(dy[i]) * acc(weight[i]) * acc(x[i]);
-    const T gx_mean = T(gx_sum / acc(C) * acc(s));  // mean(g * xhat)
+    const F gx_mean = F(gx_sum / acc(C) * acc(s));  // mean(g * xhat)
 #pragma omp simd
-    for (std::size_t i = 0; i < C; ++i) dx[i] += s * (dy[i] * weight[i] - x[i] * s * gx_mean);
+    for (std::size_t i = 0; i < C; ++i)
+      dx[i] = T(F(dx[i]) + s * (F(dy[i]) * F(weight[i]) - F(x[i]) * s * gx_mean));
   }
   // ---- dweight: sum over rows of dout * xhat; threads own column blocks ----
   constexpr std::size_t blocks = (C + detail::column_block - 1) / detail::column_block;
@@ -73,11 +76,11 @@ void op_impl(rmsnorm_backward_op<N, C>, const host_context&, T* dinp, T* dweight
     for (std::size_t n = 0; n < N; ++n) {
       const T* x = inp + n * C + i0;    // (nb)
       const T* dy = dout + n * C + i0;  // (nb)
-      const T s = rstd[n];
+      const F s = F(rstd[n]);
 #pragma omp simd
-      for (std::size_t i = 0; i < nb; ++i) dw[i] += acc(dy[i] * (x[i] * s));
+      for (std::size_t i = 0; i < nb; ++i) dw[i] += acc(F(dy[i]) * (F(x[i]) * s));
     }
-    for (std::size_t i = 0; i < nb; ++i) dweight[i0 + i] += T(dw[i]);
+    for (std::size_t i = 0; i < nb; ++i) dweight[i0 + i] = T(F(dweight[i0 + i]) + F(dw[i]));
   }
 }
 

@@ -81,15 +81,16 @@ void op_impl(rope_forward_op<B, S, H, KVH, D>, const host_context&, T* qkv_out, 
   using dims = detail::rope_dims<B, S, H, KVH, D>;
   constexpr std::size_t half = dims::half;
   constexpr std::size_t ld = dims::qkv_width;
-  const auto& table = detail::rope_cached_table<S, D, T>();
+  using F = compute_t<T>;  // T itself, float for bf16 (the table too)
+  const auto& table = detail::rope_cached_table<S, D, F>();
 
 #if defined(_OPENMP)
 #pragma omp parallel for if (dims::parallel)
 #endif
   for (std::size_t n = 0; n < dims::rows; ++n) {
     const std::size_t pos = n % S;
-    const T* c = table.cos.data() + pos * half;  // (D/2)
-    const T* s = table.sin.data() + pos * half;  // (D/2)
+    const F* c = table.cos.data() + pos * half;  // (D/2)
+    const F* s = table.sin.data() + pos * half;  // (D/2)
     const T* in = qkv_in + n * ld;               // (qkv_width)
     T* out = qkv_out + n * ld;                   // (qkv_width)
     for (std::size_t head = 0; head < dims::rotated_heads; ++head) {
@@ -100,10 +101,10 @@ void op_impl(rope_forward_op<B, S, H, KVH, D>, const host_context&, T* qkv_out, 
 #pragma omp simd
 #endif
       for (std::size_t i = 0; i < half; ++i) {
-        const T x1 = x[i];
-        const T x2 = x[i + half];
-        y[i] = x1 * c[i] - x2 * s[i];
-        y[i + half] = x2 * c[i] + x1 * s[i];
+        const F x1 = F(x[i]);
+        const F x2 = F(x[i + half]);
+        y[i] = T(x1 * c[i] - x2 * s[i]);
+        y[i + half] = T(x2 * c[i] + x1 * s[i]);
       }
     }
     if (out != in) {
@@ -123,15 +124,16 @@ void op_impl(rope_backward_op<B, S, H, KVH, D>, const host_context&, T* dqkv_in,
   using dims = detail::rope_dims<B, S, H, KVH, D>;
   constexpr std::size_t half = dims::half;
   constexpr std::size_t ld = dims::qkv_width;
-  const auto& table = detail::rope_cached_table<S, D, T>();
+  using F = compute_t<T>;
+  const auto& table = detail::rope_cached_table<S, D, F>();
 
 #if defined(_OPENMP)
 #pragma omp parallel for if (dims::parallel)
 #endif
   for (std::size_t n = 0; n < dims::rows; ++n) {
     const std::size_t pos = n % S;
-    const T* c = table.cos.data() + pos * half;  // (D/2)
-    const T* s = table.sin.data() + pos * half;  // (D/2)
+    const F* c = table.cos.data() + pos * half;  // (D/2)
+    const F* s = table.sin.data() + pos * half;  // (D/2)
     const T* dout = dqkv_out + n * ld;           // (qkv_width)
     T* din = dqkv_in + n * ld;                   // (qkv_width)
     for (std::size_t head = 0; head < dims::rotated_heads; ++head) {
@@ -141,13 +143,13 @@ void op_impl(rope_backward_op<B, S, H, KVH, D>, const host_context&, T* dqkv_in,
 #pragma omp simd
 #endif
       for (std::size_t i = 0; i < half; ++i) {
-        const T g1 = g[i];
-        const T g2 = g[i + half];
-        dx[i] += g1 * c[i] + g2 * s[i];
-        dx[i + half] += g2 * c[i] - g1 * s[i];
+        const F g1 = F(g[i]);
+        const F g2 = F(g[i + half]);
+        dx[i] = T(F(dx[i]) + (g1 * c[i] + g2 * s[i]));
+        dx[i + half] = T(F(dx[i + half]) + (g2 * c[i] - g1 * s[i]));
       }
     }
-    for (std::size_t j = dims::rotated_width; j < ld; ++j) din[j] += dout[j];  // v heads
+    for (std::size_t j = dims::rotated_width; j < ld; ++j) din[j] = T(F(din[j]) + F(dout[j]));  // v heads
   }
 }
 

@@ -19,13 +19,14 @@ inline constexpr op_fn<swiglu_forward_op<N, H>> swiglu_forward{};
 template <std::size_t N, std::size_t H, host_element T>
 void op_impl(swiglu_forward_op<N, H>, const host_context&, T* out, const T* inp) {
   static_assert(detail::check_dims<N, H>::ok);
+  using F = compute_t<T>;  // T itself, float for bf16
 #pragma omp parallel for if (N * H >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {
     const T* gate = inp + n * 2 * H;  // (H)
     const T* up = gate + H;           // (H)
     T* y = out + n * H;               // (H)
 #pragma omp simd
-    for (std::size_t i = 0; i < H; ++i) y[i] = gate[i] * detail::sigmoid_fast(gate[i]) * up[i];
+    for (std::size_t i = 0; i < H; ++i) y[i] = T(F(gate[i]) * detail::sigmoid_fast(F(gate[i])) * F(up[i]));
   }
 }
 
@@ -38,6 +39,7 @@ inline constexpr op_fn<swiglu_backward_op<N, H>> swiglu_backward{};
 template <std::size_t N, std::size_t H, host_element T>
 void op_impl(swiglu_backward_op<N, H>, const host_context&, T* dinp, const T* inp, const T* dout) {
   static_assert(detail::check_dims<N, H>::ok);
+  using F = compute_t<T>;
 #pragma omp parallel for if (N * H >= detail::parallel_min_work)
   for (std::size_t n = 0; n < N; ++n) {
     const T* gate = inp + n * 2 * H;  // (H)
@@ -47,11 +49,11 @@ void op_impl(swiglu_backward_op<N, H>, const host_context&, T* dinp, const T* in
     T* dup = dgate + H;               // (H)
 #pragma omp simd
     for (std::size_t i = 0; i < H; ++i) {
-      const T g = gate[i];
-      const T sig = detail::sigmoid_fast(g);
+      const F g = F(gate[i]);
+      const F sig = detail::sigmoid_fast(g);
       // silu'(g) = sig (1 + g (1 - sig))
-      dgate[i] += dy[i] * up[i] * sig * (T(1) + g * (T(1) - sig));
-      dup[i] += dy[i] * g * sig;
+      dgate[i] = T(F(dgate[i]) + F(dy[i]) * F(up[i]) * sig * (F(1) + g * (F(1) - sig)));
+      dup[i] = T(F(dup[i]) + F(dy[i]) * g * sig);
     }
   }
 }

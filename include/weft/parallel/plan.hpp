@@ -16,6 +16,7 @@
 // allocates it; the sharded step brings its own.
 #include "weft/core/constant.hpp"          // dynamic
 #include "weft/core/diagnostics.hpp"       // diag::at_most, diag::divisible
+#include "weft/core/dtype.hpp"             // bf16, f16 (section dtype names)
 #include "weft/model/layer.hpp"            // language_model, param_info, npos_param
 #include "weft/parallel/batch.hpp"         // batch, micro, seq
 #include "weft/parallel/comm_volume.hpp"   // comm_volume, step_volume
@@ -36,14 +37,27 @@ namespace weft {
 
 /// Element type of parameters, gradients, optimizer state and activations: precision<T>.
 /// precision<T, Master> is mixed precision: T for parameters, gradients and activations,
-/// Master for the optimizer's copy of the parameters and its moments (memory accounting; the
-/// host step runs in T alone).
+/// Master for the optimizer's copy of the parameters and its moments. The single-rank host
+/// step (training_step) runs it: e.g. precision<bf16, f32>, see docs/precision.md; the
+/// parallel steps account for it in memory only.
 template <class T, class Master = T>
 struct precision {
   using type = T;
   using master_type = Master;
   using weft_precision_tag = void;
 };
+
+namespace detail {
+// The name of a plan element type, for report() and section_dtypes.
+template <class U>
+constexpr std::string_view plan_dtype_name() {
+  if constexpr (std::is_same_v<U, double>) return "f64";
+  else if constexpr (std::is_same_v<U, float>) return "f32";
+  else if constexpr (std::is_same_v<U, bf16>) return "bf16";
+  else if constexpr (std::is_same_v<U, f16>) return "f16";
+  else return "?";
+}
+}  // namespace detail
 
 /// An upper bound on the plan's bytes per rank, checked at compile time.
 template <std::size_t Bytes>
@@ -139,15 +153,29 @@ struct plan {
   static constexpr std::size_t logits_count = rows * vocab_size;
 
   // ---- the arena, section by section ----
-  enum section_id : std::size_t { params, grads, adam_m, adam_v, kept, logits, scratch, losses, tokens, targets, n_sections };
+  // Mixed precision (precision<T, Master> with Master != T, e.g. bf16 / f32): parameters,
+  // gradients and activations in T; an f32 master copy of the parameters and the AdamW moments
+  // in Master; per-token losses in float when T is narrower (see docs/precision.md). With
+  // Master == T the master section is empty and the layout is the single-type one, byte for byte.
+  static constexpr bool mixed_precision = !std::is_same_v<T, master_type>;
+  using loss_type = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
+  enum section_id : std::size_t {
+    params, grads, master, adam_m, adam_v, kept, logits, scratch, losses, tokens, targets, n_sections
+  };
   static constexpr std::array<std::string_view, n_sections> section_names{
-      "parameters", "gradients", "adamw m", "adamw v", "kept activations", "logits / dlogits", "workspace",
-      "losses", "token ids", "targets"};
+      "parameters", "gradients", "master weights", "adamw m", "adamw v", "kept activations", "logits / dlogits",
+      "workspace", "losses", "token ids", "targets"};
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      param_count, param_count, param_count, param_count, kept_count, logits_count, scratch_count, rows, rows, rows};
+      param_count, param_count, mixed_precision ? param_count : 0, param_count, param_count, kept_count,
+      logits_count, scratch_count, rows, rows, rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
-      sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T),
-      sizeof(std::int32_t), sizeof(std::int32_t)};
+      sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T),
+      sizeof(T), sizeof(loss_type), sizeof(std::int32_t), sizeof(std::int32_t)};
+  /// The element type of each section, by name ("bf16", "f32", "i32", ...).
+  static constexpr std::array<std::string_view, n_sections> section_dtypes{
+      detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(), detail::plan_dtype_name<master_type>(),
+      detail::plan_dtype_name<master_type>(), detail::plan_dtype_name<master_type>(), detail::plan_dtype_name<T>(),
+      detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(), detail::plan_dtype_name<loss_type>(), "i32", "i32"};
   static constexpr std::array<std::size_t, n_sections> offsets = [] {
     std::array<std::size_t, n_sections> o{};
     std::size_t acc = 0;
@@ -247,16 +275,24 @@ struct plan {
 
   /// Prints the per-rank table: counts, bytes per category, total.
   static void report(std::FILE* out = stdout) {
-    std::fprintf(out, "weft plan: %zu parameters, micro-batch %zu x %zu tokens, %s\n", param_count, B, S,
-                 sizeof(T) == 8 ? "f64" : sizeof(T) == 4 ? "f32" : "16-bit");
-    std::fprintf(out, "  %-20s %14s %14s %14s\n", "section", "offset (B)", "elements", "MiB");
-    for (std::size_t i = 0; i < n_sections; ++i)
-      std::fprintf(out, "  %-20.*s %14zu %14zu %14.2f\n", static_cast<int>(section_names[i].size()),
-                   section_names[i].data(), offsets[i], section_elements[i],
-                   static_cast<double>(bytes_of(static_cast<section_id>(i))) / (1 << 20));
-    std::fprintf(out, "  %-20s %14s %14s %14.2f\n", "total", "", "", static_cast<double>(bytes_per_rank) / (1 << 20));
-    std::fprintf(out, "  model states (params+grads+adamw) %.2f MiB, activations+workspace %.2f MiB\n",
-                 static_cast<double>(4 * param_count * sizeof(T)) / (1 << 20),
+    if constexpr (mixed_precision)
+      std::fprintf(out, "weft plan: %zu parameters, micro-batch %zu x %zu tokens, %.*s with %.*s master weights\n",
+                   param_count, B, S, static_cast<int>(section_dtypes[params].size()), section_dtypes[params].data(),
+                   static_cast<int>(section_dtypes[master].size()), section_dtypes[master].data());
+    else
+      std::fprintf(out, "weft plan: %zu parameters, micro-batch %zu x %zu tokens, %s\n", param_count, B, S,
+                   sizeof(T) == 8 ? "f64" : sizeof(T) == 4 ? "f32" : "16-bit");
+    std::fprintf(out, "  %-20s %6s %14s %14s %14s\n", "section", "dtype", "offset (B)", "elements", "MiB");
+    for (std::size_t i = 0; i < n_sections; ++i) {
+      if (section_elements[i] == 0) continue;  // the master copy of a single-type plan
+      std::fprintf(out, "  %-20.*s %6.*s %14zu %14zu %14.2f\n", static_cast<int>(section_names[i].size()),
+                   section_names[i].data(), static_cast<int>(section_dtypes[i].size()), section_dtypes[i].data(),
+                   offsets[i], section_elements[i], static_cast<double>(bytes_of(static_cast<section_id>(i))) / (1 << 20));
+    }
+    std::fprintf(out, "  %-20s %6s %14s %14s %14.2f\n", "total", "", "", "", static_cast<double>(bytes_per_rank) / (1 << 20));
+    std::fprintf(out, "  model states (params+grads+master+adamw) %.2f MiB, activations+workspace %.2f MiB\n",
+                 static_cast<double>(bytes_of(params) + bytes_of(grads) + bytes_of(master) + bytes_of(adam_m) +
+                                     bytes_of(adam_v)) / (1 << 20),
                  static_cast<double>((kept_count + logits_count + scratch_count) * sizeof(T)) / (1 << 20));
     if constexpr (has_strategy && strategy_fits) report_strategy(out);
   }

@@ -7,6 +7,7 @@
 #include "weft/exec/context.hpp"        // host_context
 #include "weft/model/layer.hpp"          // frame, param_info
 #include "weft/ops/adamw.hpp"            // adamw_step
+#include "weft/ops/cast.hpp"             // cast
 #include "weft/ops/clip.hpp"             // clip
 #include "weft/ops/cross_entropy.hpp"    // softmax_cross_entropy_*
 #include "weft/ops/fill.hpp"             // zero
@@ -105,6 +106,11 @@ class training_step {
   using plan_type = Plan;
   using model = typename Plan::model;
   using T = typename Plan::value_type;
+  /// Master weights and AdamW moments: T, or f32 under precision<bf16, f32>.
+  using M = typename Plan::master_type;
+  /// Per-token losses: float when T is narrower.
+  using L = typename Plan::loss_type;
+  static constexpr bool mixed_precision = Plan::mixed_precision;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
   using context_type = host_context;  ///< where its ops run
   using frame_type = frame<T, B, S, model, context_type>;
@@ -123,7 +129,13 @@ class training_step {
       else
         groups_.push_back({p.offset, p.size, p.decay});
     }
-    initialise_parameters(params(), infos_, options_.seed);
+    if constexpr (mixed_precision) {
+      // The master weights are initialised; the T parameters are their rounded copy.
+      initialise_parameters(master(), infos_, options_.seed);
+      ops::cast(ctx_, section(Plan::params), section<M>(Plan::master), Plan::param_count);
+    } else {
+      initialise_parameters(params(), infos_, options_.seed);
+    }
   }
 
   // ---- the arena's sections ----
@@ -131,8 +143,10 @@ class training_step {
   U* section(typename Plan::section_id s) const { return reinterpret_cast<U*>(arena_.get() + Plan::offsets[s]); }
   std::span<T> params() const { return {section(Plan::params), Plan::param_count}; }
   std::span<T> grads() const { return {section(Plan::grads), Plan::param_count}; }
-  std::span<T> adam_m() const { return {section(Plan::adam_m), Plan::param_count}; }
-  std::span<T> adam_v() const { return {section(Plan::adam_v), Plan::param_count}; }
+  std::span<M> adam_m() const { return {section<M>(Plan::adam_m), Plan::param_count}; }
+  std::span<M> adam_v() const { return {section<M>(Plan::adam_v), Plan::param_count}; }
+  /// The optimizer's copy of the parameters (mixed precision only; empty otherwise).
+  std::span<M> master() const { return {section<M>(Plan::master), mixed_precision ? Plan::param_count : 0}; }
   std::span<std::int32_t, rows> tokens() const { return std::span<std::int32_t, rows>{section<std::int32_t>(Plan::tokens), rows}; }
   std::span<std::int32_t, rows> targets() const { return std::span<std::int32_t, rows>{section<std::int32_t>(Plan::targets), rows}; }
   std::span<T> logits() const { return {section(Plan::logits), Plan::logits_count}; }
@@ -172,17 +186,17 @@ class training_step {
   /// Mean loss of the micro-batch in tokens()/targets(), forward only.
   double loss() {
     forward();
-    T* losses = section(Plan::losses);
+    L* losses = section<L>(Plan::losses);
     ops::softmax_cross_entropy_forward<rows, V>(ctx_, losses, section(Plan::logits), section<std::int32_t>(Plan::targets));
     return ops::mean_loss(ctx_, losses, rows);
   }
 
   /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to grads();
   /// returns its mean loss.
-  double accumulate(T scale) {
+  double accumulate(ops::compute_t<T> scale) {
     const frame_type f = root_frame(true);
     T* logits = section(Plan::logits);
-    T* losses = section(Plan::losses);
+    L* losses = section<L>(Plan::losses);
     model::forward(f, nullptr, logits);                                       // (batch, seq, vocab)
     ops::softmax_cross_entropy_forward_backward<rows, V>(ctx_, losses, logits, section<std::int32_t>(Plan::targets), scale);
     model::backward(f, nullptr, logits, nullptr);                             // logits now hold dlogits
@@ -195,7 +209,7 @@ class training_step {
     const auto t0 = std::chrono::steady_clock::now();
     ops::zero(ctx_, section(Plan::grads), Plan::param_count);
     const std::size_t k = options_.grad_accum;
-    const T scale = static_cast<T>(1.0 / static_cast<double>(rows * k));
+    const auto scale = static_cast<ops::compute_t<T>>(1.0 / static_cast<double>(rows * k));
     double loss_sum = 0;
     for (std::size_t i = 0; i < k; ++i) {
       fill(tokens(), targets());
@@ -226,8 +240,26 @@ class training_step {
 
   /// AdamW on every parameter group with this step's learning rate; advances the step count.
   double apply_optimizer() {
-    return detail::adamw_over_groups(ctx_, options_, step_, section(Plan::params), section(Plan::grads),
-                                           section(Plan::adam_m), section(Plan::adam_v), groups_);
+    if constexpr (mixed_precision) {
+      // The f32 master and moments are updated in f32 from the T gradients; the T parameters
+      // are written from the new master in the same pass (one rounding).
+      const auto& o = options_.optimizer;
+      const double lr = options_.schedule.at(step_, o.lr);
+      ++step_;
+      M* master_w = section<M>(Plan::master);
+      T* params_w = section(Plan::params);
+      const T* grads_w = section(Plan::grads);
+      M* m = section<M>(Plan::adam_m);
+      M* v = section<M>(Plan::adam_v);
+      for (const auto& g : groups_)
+        ops::adamw_step(ctx_, master_w + g.offset, params_w + g.offset, grads_w + g.offset, m + g.offset,
+                        v + g.offset, g.size, static_cast<float>(lr), o.beta1, o.beta2, o.eps,
+                        g.decay ? o.weight_decay : 0.0f, static_cast<int>(step_));
+      return lr;
+    } else {
+      return detail::adamw_over_groups(ctx_, options_, step_, section(Plan::params), section(Plan::grads),
+                                       section(Plan::adam_m), section(Plan::adam_v), groups_);
+    }
   }
 
   /// Mean validation loss over `batches` micro-batches from `fill`.

@@ -6,12 +6,18 @@
 // cblas_sgemm / cblas_dgemm; other element types, and builds without CBLAS, use the
 // portable cache-blocked loops in gemm_fallback. As in BLAS, beta == 0 means C is written,
 // not read (stale NaNs in C do not leak into the result).
+// bf16 storage (gemm_bf16): inputs bf16, products accumulated in float (cblas_sbgemm, or the
+// portable loops), C either float (accumulated by BLAS itself) or bf16 (each tile of C is
+// computed in a float buffer, beta * C included, and rounded once on store).
+#include "weft/core/dtype.hpp"              // bf16
 #include "weft/ops/detail/host_common.hpp"  // parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
 
 #if defined(WEFT_HAS_CBLAS)
 #include <cblas.h>
@@ -84,25 +90,110 @@ inline void portable_gemm_for_float_or_double() {}
 inline void portable_gemm_for_float_or_double() {}
 #endif
 
-template <host_element T>
-void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
-          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
+// ---- bf16 inputs, float accumulation ----
+// Each thread owns tiles of C, (gemm_bf16_mt, gemm_bf16_nt), held in float on its stack with
+// beta * C folded in; a bf16 C is rounded exactly once, after the whole depth k. The depth
+// runs in panels of gemm_bf16_kc: op(A) and op(B) panels are widened to float (exact) and
+// multiplied by cblas_sgemm into the tile, or by the portable loops without CBLAS. Either way
+// every product and sum is a float operation, as in sbgemm / tensor cores. Debian's OpenBLAS
+// 0.3.21 declares cblas_sbgemm but is built without it (undefined symbol at link time):
+// define WEFT_HAS_CBLAS_SBGEMM where the library exports it, and a float C then goes straight
+// to sbgemm. Stack per thread: tile 64 KiB + panels 32 + 128 KiB.
+inline constexpr std::size_t gemm_bf16_mt = 64;
+inline constexpr std::size_t gemm_bf16_nt = 256;
+inline constexpr std::size_t gemm_bf16_kc = 128;
+
+// tile(mb, nb) += alpha * op(A)(i0.., :) · op(B)(:, j0..), in float.
+inline void gemm_bf16_tile(bool trans_a, bool trans_b, std::size_t i0, std::size_t mb, std::size_t j0,
+                           std::size_t nb, std::size_t k, float alpha, const bf16* a, std::size_t lda,
+                           const bf16* b, std::size_t ldb, float* tile) {
+  float pa[gemm_bf16_mt * gemm_bf16_kc];  // (mb, kb) panel of op(A), row stride kb
+  float pb[gemm_bf16_kc * gemm_bf16_nt];  // (kb, nb) panel of op(B), row stride nb
+  for (std::size_t p0 = 0; p0 < k; p0 += gemm_bf16_kc) {
+    const std::size_t kb = std::min(gemm_bf16_kc, k - p0);
+    for (std::size_t i = 0; i < mb; ++i)
+      for (std::size_t p = 0; p < kb; ++p)
+        pa[i * kb + p] = static_cast<float>(trans_a ? a[(p0 + p) * lda + i0 + i] : a[(i0 + i) * lda + p0 + p]);
+    for (std::size_t p = 0; p < kb; ++p)
+      for (std::size_t j = 0; j < nb; ++j)
+        pb[p * nb + j] = static_cast<float>(trans_b ? b[(j0 + j) * ldb + p0 + p] : b[(p0 + p) * ldb + j0 + j]);
 #if defined(WEFT_HAS_CBLAS)
-  if constexpr (std::same_as<T, float> || std::same_as<T, double>) {
-    // CBLAS takes int sizes; the ops check their compile-time sizes against INT_MAX.
-    const auto ta = trans_a ? CblasTrans : CblasNoTrans;
-    const auto tb = trans_b ? CblasTrans : CblasNoTrans;
-    if constexpr (std::same_as<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta,
-                  c, int(ldc));
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta,
-                  c, int(ldc));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(mb), int(nb), int(kb), alpha, pa, int(kb), pb,
+                int(nb), 1.0f, tile, int(nb));
+#else
+    for (std::size_t i = 0; i < mb; ++i) {
+      float* trow = tile + i * nb;  // (nb)
+      for (std::size_t p = 0; p < kb; ++p) {
+        const float av = alpha * pa[i * kb + p];
+        const float* brow = pb + p * nb;  // (nb)
+#pragma omp simd
+        for (std::size_t j = 0; j < nb; ++j) trow[j] += av * brow[j];
+      }
+    }
+#endif
+  }
+}
+
+// C(m, n) = alpha * op(A) · op(B) + beta * C with A, B bf16 and C float or bf16; accumulation
+// in float.
+template <class Out>
+  requires std::same_as<Out, float> || std::same_as<Out, bf16>
+void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
+               const bf16* a, std::size_t lda, const bf16* b, std::size_t ldb, float beta, Out* c,
+               std::size_t ldc) {
+#if defined(WEFT_HAS_CBLAS) && defined(WEFT_HAS_CBLAS_SBGEMM)
+  if constexpr (std::same_as<Out, float>) {
+    // A float C needs no staging: sbgemm accumulates into it directly.
+    cblas_sbgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m),
+                 int(n), int(k), alpha, reinterpret_cast<const std::uint16_t*>(a), int(lda),
+                 reinterpret_cast<const std::uint16_t*>(b), int(ldb), beta, c, int(ldc));
     return;
   }
 #endif
-  if constexpr (std::same_as<T, float> || std::same_as<T, double>) portable_gemm_for_float_or_double();
-  gemm_fallback(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const std::size_t row_tiles = (m + gemm_bf16_mt - 1) / gemm_bf16_mt;
+  const std::size_t col_tiles = (n + gemm_bf16_nt - 1) / gemm_bf16_nt;
+  [[maybe_unused]] const bool big = m * n * k >= parallel_min_work * 8;
+#pragma omp parallel for collapse(2) schedule(dynamic) if (big && row_tiles * col_tiles > 1)
+  for (std::size_t rt = 0; rt < row_tiles; ++rt) {
+    for (std::size_t ct = 0; ct < col_tiles; ++ct) {
+      const std::size_t i0 = rt * gemm_bf16_mt, mb = std::min(gemm_bf16_mt, m - i0);
+      const std::size_t j0 = ct * gemm_bf16_nt, nb = std::min(gemm_bf16_nt, n - j0);
+      float tile[gemm_bf16_mt * gemm_bf16_nt];  // (mb, nb) of C, row stride nb
+      for (std::size_t i = 0; i < mb; ++i)
+        for (std::size_t j = 0; j < nb; ++j)
+          tile[i * nb + j] = beta == 0.0f ? 0.0f : beta * static_cast<float>(c[(i0 + i) * ldc + j0 + j]);
+      gemm_bf16_tile(trans_a, trans_b, i0, mb, j0, nb, k, alpha, a, lda, b, ldb, tile);
+      for (std::size_t i = 0; i < mb; ++i)
+        for (std::size_t j = 0; j < nb; ++j) c[(i0 + i) * ldc + j0 + j] = Out(tile[i * nb + j]);
+    }
+  }
+}
+
+template <host_element T>
+void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
+          std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
+  if constexpr (std::same_as<T, bf16>) {
+    gemm_bf16(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb, static_cast<float>(beta), c,
+              ldc);
+    return;
+  } else {
+#if defined(WEFT_HAS_CBLAS)
+    if constexpr (std::same_as<T, float> || std::same_as<T, double>) {
+      // CBLAS takes int sizes; the ops check their compile-time sizes against INT_MAX.
+      const auto ta = trans_a ? CblasTrans : CblasNoTrans;
+      const auto tb = trans_b ? CblasTrans : CblasNoTrans;
+      if constexpr (std::same_as<T, float>)
+        cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta,
+                    c, int(ldc));
+      else
+        cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), alpha, a, int(lda), b, int(ldb), beta,
+                    c, int(ldc));
+      return;
+    }
+#endif
+    if constexpr (std::same_as<T, float> || std::same_as<T, double>) portable_gemm_for_float_or_double();
+    gemm_fallback(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
 }
 
 }  // namespace weft::ops::detail
