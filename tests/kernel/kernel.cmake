@@ -21,16 +21,21 @@ endforeach()
 
 # ---- nvcc: every launcher for sm_90a and sm_80; cuBLASLt descriptors without a device ----
 if(CMAKE_CUDA_COMPILER AND TARGET weft::cuda)
-  # tests/CMakeLists.txt's glob of tests/cuda/compile_*.cu made this target and a gpu-labelled
-  # test that only reports the build; pin both architectures and label it as a build check.
+  # tests/CMakeLists.txt's glob of tests/cuda/compile_*.cu made this target and a cuda-labelled
+  # test that only reports the build; pin both architectures and label it a kernel build check too.
   if(TARGET cuda_compile_kernels)
     set_target_properties(cuda_compile_kernels PROPERTIES CUDA_ARCHITECTURES "90a;80")
-    set_tests_properties(gpu.compile_kernels PROPERTIES LABELS "cuda;kernel")
+    set_tests_properties(cuda.compile_kernels PROPERTIES LABELS "cuda;kernel")
   endif()
   if(TARGET cuda_test_kernels_gpu)
     set_target_properties(cuda_test_kernels_gpu PROPERTIES CUDA_ARCHITECTURES "90a;80")
     # weft::cuda has no CBLAS: the host reference's small products use the portable loops.
     target_compile_definitions(cuda_test_kernels_gpu PRIVATE WEFT_PORTABLE_GEMM)
+  endif()
+  if(TARGET cuda_test_model_ops_gpu)
+    # A whole GPT and LLaMA through cuda_context (backend/cuda/ops.cuh), both architectures.
+    set_target_properties(cuda_test_model_ops_gpu PROPERTIES CUDA_ARCHITECTURES "90a;80")
+    target_compile_definitions(cuda_test_model_ops_gpu PRIVATE WEFT_PORTABLE_GEMM)
   endif()
   # Creating cuBLASLt descriptors and layouts needs no device: this runs here (not label gpu).
   add_executable(kernel_blaslt_descriptors ${CMAKE_CURRENT_SOURCE_DIR}/kernel/blaslt_descriptors.cu)

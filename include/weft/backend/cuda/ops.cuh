@@ -1,0 +1,289 @@
+#pragma once
+// ---- the CUDA backend's op bodies: op_impl(tag, const cuda_context&, ...) ----
+// Each overload is the device body of a host op (ops/<op>.hpp), with the same tag, the same
+// compile-time sizes and the same arguments, so a layer written once (model/) runs on either
+// backend: the frame's context type picks the body by argument-dependent lookup (ops/op.hpp),
+// these being found in weft::cuda, the namespace of cuda_context. Buffers are device memory.
+// Bodies launch weft's own kernels (kernels/*.cuh) or cuBLASLt (gemm.cuh) on the context's
+// stream and throw cuda_error naming the op when a launch fails.
+//
+// Element types: float and bf16 (the kernels' types; statistics, losses and optimizer state are
+// f32). Differences from the host that a caller can see, all inside buffers the layer owns:
+//   attention_forward   the `att` buffer (sized for the host's (B, H, S, S) probabilities)
+//                       holds what the flash backward needs instead: the row log-sum-exp
+//                       (B·H·S floats) followed by a copy of the output; static_assert when
+//                       it does not fit (S < D + 4 / sizeof(T): a very short sequence).
+//   attention_backward  `scratch` is not written (no probability gradients are formed).
+//   sum_squares, mean_loss  return a double to the host: one copy back and a stream sync.
+#include "weft/backend/cuda/context.cuh"  // cuda_context, check
+#include "weft/backend/cuda/gemm.cuh"     // linear_gemm_plan, gemm_descriptors, gemm_run
+#include "weft/backend/cuda/kernels.cuh"  // launch_*
+#include "weft/core/dtype.hpp"            // bf16
+#include "weft/ops/accumulate.hpp"
+#include "weft/ops/adamw.hpp"
+#include "weft/ops/attention.hpp"
+#include "weft/ops/cast.hpp"
+#include "weft/ops/clip.hpp"
+#include "weft/ops/copy.hpp"
+#include "weft/ops/cross_entropy.hpp"
+#include "weft/ops/embedding.hpp"
+#include "weft/ops/fill.hpp"
+#include "weft/ops/gelu.hpp"
+#include "weft/ops/layernorm.hpp"
+#include "weft/ops/matmul.hpp"
+#include "weft/ops/mean_loss.hpp"
+#include "weft/ops/residual.hpp"
+#include "weft/ops/rmsnorm.hpp"
+#include "weft/ops/rope.hpp"
+#include "weft/ops/sum_squares.hpp"
+#include "weft/ops/swiglu.hpp"
+
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+namespace weft::cuda {
+
+/// The element types the CUDA op bodies store.
+template <class T>
+concept device_element = std::same_as<T, float> || std::same_as<T, bf16>;
+
+namespace k = weft::cuda::kernels;
+
+namespace detail {
+// A scalar reduction's result, from the device to the host (one double, stream synchronised).
+inline double read_back(const cuda_context& c, const double* device_value, const char* who) {
+  double local = 0;
+  double* dst = c.host_result ? c.host_result : &local;
+  check(cudaMemcpyAsync(dst, device_value, sizeof(double), cudaMemcpyDeviceToHost, c.stream), who);
+  check(cudaStreamSynchronize(c.stream), who);
+  return *dst;
+}
+template <std::size_t N, std::size_t C, std::size_t OC, class T, linear_product P, gemm_epilogue E = gemm_epilogue::none>
+void run_linear(const cuda_context& c, const void* a, const void* b, void* d, const void* bias, const char* who) {
+  constexpr gemm_plan plan = linear_gemm_plan<N, C, OC, T, P, E>();
+  const gemm_descriptors g(plan, bias);
+  check(gemm_run(c.blas, c.stream, plan, g, a, b, d, c.blas_workspace, c.blas_workspace_bytes), who);
+}
+}  // namespace detail
+
+// ---- memory: fill, zero, copy, accumulate, cast ----
+template <device_element T>
+void op_impl(ops::fill_op, const cuda_context& c, T* x, std::size_t n, std::type_identity_t<T> value) {
+  check(k::launch_fill(c.stream, x, n, value), "fill");
+}
+template <device_element T>
+void op_impl(ops::zero_op, const cuda_context& c, T* x, std::size_t n) {
+  check(k::launch_zero(c.stream, x, n), "zero");
+}
+template <device_element T>
+void op_impl(ops::copy_op, const cuda_context& c, T* dst, const std::type_identity_t<T>* src, std::size_t n) {
+  check(k::launch_copy(c.stream, dst, src, n), "copy");
+}
+template <device_element T>
+void op_impl(ops::accumulate_op, const cuda_context& c, T* y, const std::type_identity_t<T>* x, std::size_t n) {
+  check(k::launch_accumulate(c.stream, y, x, n, 1.0f), "accumulate");
+}
+template <device_element T>
+void op_impl(ops::accumulate_op, const cuda_context& c, T* y, const std::type_identity_t<T>* x, std::size_t n,
+             std::type_identity_t<T> alpha) {
+  check(k::launch_accumulate(c.stream, y, x, n, static_cast<float>(alpha)), "accumulate");
+}
+template <device_element T>
+void op_impl(ops::accumulate_rows_op, const cuda_context& c, T* y, const std::type_identity_t<T>* x, std::size_t rows,
+             std::size_t n) {
+  for (std::size_t r = 0; r < rows; ++r) check(k::launch_accumulate(c.stream, y + r * n, x, n, 1.0f), "accumulate_rows");
+}
+template <device_element Dst, device_element Src>
+void op_impl(ops::cast_op, const cuda_context& c, Dst* dst, const Src* src, std::size_t n) {
+  check(k::launch_cast(c.stream, dst, src, n), "cast");
+}
+
+// ---- reductions read back by the executor: sum of squares, mean loss; clipping ----
+template <device_element T>
+double op_impl(ops::sum_squares_op, const cuda_context& c, const T* x, std::size_t n) {
+  double* out = c.borrow<double>(1, 0, "sum_squares");
+  double* partial = c.borrow<double>(k::sum_squares_blocks(n), 256, "sum_squares");
+  check(k::launch_sum_squares(c.stream, out, x, n, partial), "sum_squares");
+  return detail::read_back(c, out, "sum_squares");
+}
+template <device_element T>
+double op_impl(ops::sum_squares_continue_op, const cuda_context& c, double carry, const T* x, std::size_t n) {
+  return carry + op_impl(ops::sum_squares_op{}, c, x, n);
+}
+template <device_element T>
+double op_impl(ops::mean_loss_op, const cuda_context& c, const T* losses, std::size_t n) {
+  double* out = c.borrow<double>(1, 0, "mean_loss");
+  double* partial = c.borrow<double>(k::sum_squares_blocks(n), 256, "mean_loss");
+  check(k::launch_mean_loss(c.stream, out, losses, n, partial), "mean_loss");
+  return detail::read_back(c, out, "mean_loss");
+}
+template <device_element T>
+void op_impl(ops::clip_op, const cuda_context& c, T* g, std::size_t n, double norm, double max_norm) {
+  if (max_norm <= 0 || !(norm > max_norm)) return;  // the host's rule, decided on the host
+  check(k::launch_scale(c.stream, g, n, static_cast<float>(max_norm / norm)), "clip");
+}
+
+// ---- AdamW: f32 master and moments (the parameters themselves when they are f32) ----
+template <device_element G>
+void op_impl(ops::adamw_step_op, const cuda_context& c, float* param, const G* grad, float* m, float* v, std::size_t n,
+             float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+  check(k::launch_adamw<G, float>(c.stream, param, grad, m, v, nullptr, n, {lr, beta1, beta2, eps, weight_decay, t}),
+        "adamw_step");
+}
+template <device_element Copy, device_element G>
+  requires(!std::same_as<Copy, float>)
+void op_impl(ops::adamw_step_op, const cuda_context& c, float* master, Copy* param_copy, const G* grad, float* m,
+             float* v, std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+  check(k::launch_adamw<G, Copy>(c.stream, master, grad, m, v, param_copy, n, {lr, beta1, beta2, eps, weight_decay, t}),
+        "adamw_step");
+}
+
+// ---- embeddings ----
+template <std::size_t N, std::size_t V, std::size_t C, device_element T>
+void op_impl(ops::embedding_forward_op<N, V, C>, const cuda_context& c, T* out, const std::int32_t* idx, const T* table) {
+  check(k::launch_embedding_forward<1, N, V, C, T>(c.stream, out, idx, table, nullptr), "embedding_forward");
+}
+template <std::size_t N, std::size_t V, std::size_t C, device_element T>
+void op_impl(ops::embedding_backward_op<N, V, C>, const cuda_context& c, T* dtable, const T* dout, const std::int32_t* idx) {
+  check(k::launch_embedding_backward<N, V, C>(c.stream, dtable, dout, idx), "embedding_backward");
+}
+template <std::size_t B, std::size_t S, std::size_t C, device_element T>
+void op_impl(ops::positional_forward_op<B, S, C>, const cuda_context& c, T* out, const T* wpe) {
+  // out(b) += wpe(S, C) for each batch row: B accumulations (the token embedding is written
+  // first by embedding_forward, as on the host).
+  for (std::size_t b = 0; b < B; ++b) check(k::launch_accumulate(c.stream, out + b * S * C, wpe, S * C, 1.0f), "positional_forward");
+}
+template <std::size_t B, std::size_t S, std::size_t C, device_element T>
+void op_impl(ops::positional_backward_op<B, S, C>, const cuda_context& c, T* dwpe, const T* dout) {
+  check(k::launch_positional_backward<B, S, C>(c.stream, dwpe, dout), "positional_backward");
+}
+
+// ---- norms: statistics in f32 ----
+template <std::size_t N, std::size_t C, device_element T>
+void op_impl(ops::layernorm_forward_op<N, C>, const cuda_context& c, T* out, float* mean, float* rstd, const T* inp,
+             const T* weight, const T* bias) {
+  check(k::launch_layernorm_forward<N, C>(c.stream, out, mean, rstd, inp, weight, bias), "layernorm_forward");
+}
+template <std::size_t N, std::size_t C, device_element T>
+void op_impl(ops::layernorm_backward_op<N, C>, const cuda_context& c, T* dinp, T* dweight, T* dbias, const T* dout,
+             const T* inp, const T* weight, const float* mean, const float* rstd) {
+  float* scratch = c.borrow<float>(k::layernorm_backward_scratch_v<N, C>, 0, "layernorm_backward");
+  check(k::launch_layernorm_backward<N, C>(c.stream, dinp, dweight, dbias, dout, inp, weight, mean, rstd, scratch),
+        "layernorm_backward");
+}
+template <std::size_t N, std::size_t C, device_element T>
+void op_impl(ops::rmsnorm_forward_op<N, C>, const cuda_context& c, T* out, float* rstd, const T* inp, const T* weight) {
+  check(k::launch_rmsnorm_forward<N, C>(c.stream, out, rstd, inp, weight), "rmsnorm_forward");
+}
+template <std::size_t N, std::size_t C, device_element T>
+void op_impl(ops::rmsnorm_backward_op<N, C>, const cuda_context& c, T* dinp, T* dweight, const T* dout, const T* inp,
+             const T* weight, const float* rstd) {
+  float* scratch = c.borrow<float>(k::rmsnorm_backward_scratch_v<N, C>, 0, "rmsnorm_backward");
+  check(k::launch_rmsnorm_backward<N, C>(c.stream, dinp, dweight, dout, inp, weight, rstd, scratch), "rmsnorm_backward");
+}
+
+// ---- linear layers: cuBLASLt (bias in the epilogue), deterministic bias gradient ----
+template <std::size_t N, std::size_t C, std::size_t OC, device_element T>
+void op_impl(ops::matmul_forward_op<N, C, OC>, const cuda_context& c, T* out, const T* inp, const T* weight,
+             const std::type_identity_t<T>* bias) {
+  if (bias != nullptr)
+    detail::run_linear<N, C, OC, T, linear_product::forward, gemm_epilogue::bias>(c, weight, inp, out, bias, "matmul_forward");
+  else
+    detail::run_linear<N, C, OC, T, linear_product::forward>(c, weight, inp, out, nullptr, "matmul_forward");
+}
+template <std::size_t N, std::size_t OC, device_element T>
+void op_impl(ops::bias_backward_op<N, OC>, const cuda_context& c, T* dbias, const T* dout) {
+  float* scratch = c.borrow<float>(k::bias_backward_scratch_v<N, OC>, 0, "bias_backward");
+  check(k::launch_bias_backward<N, OC>(c.stream, dbias, dout, scratch), "bias_backward");
+}
+template <std::size_t N, std::size_t C, std::size_t OC, device_element T>
+void op_impl(ops::matmul_backward_op<N, C, OC>, const cuda_context& c, std::type_identity_t<T>* dinp, T* dweight,
+             std::type_identity_t<T>* dbias, const T* dout, const T* inp, const T* weight) {
+  if (dinp != nullptr)
+    detail::run_linear<N, C, OC, T, linear_product::backward_input>(c, weight, dout, dinp, nullptr, "matmul_backward(input)");
+  detail::run_linear<N, C, OC, T, linear_product::backward_weight>(c, inp, dout, dweight, nullptr, "matmul_backward(weight)");
+  if (dbias != nullptr) op_impl(ops::bias_backward_op<N, OC>{}, c, dbias, dout);
+}
+
+// ---- element-wise ----
+template <std::size_t N, device_element T>
+void op_impl(ops::gelu_forward_op<N>, const cuda_context& c, T* out, const T* inp) {
+  check(k::launch_gelu_forward<N>(c.stream, out, inp), "gelu_forward");
+}
+template <std::size_t N, device_element T>
+void op_impl(ops::gelu_backward_op<N>, const cuda_context& c, T* dinp, const T* inp, const T* dout) {
+  check(k::launch_gelu_backward<N>(c.stream, dinp, inp, dout), "gelu_backward");
+}
+template <std::size_t N, std::size_t H, device_element T>
+void op_impl(ops::swiglu_forward_op<N, H>, const cuda_context& c, T* out, const T* inp) {
+  check(k::launch_swiglu_forward<N, H>(c.stream, out, inp), "swiglu_forward");
+}
+template <std::size_t N, std::size_t H, device_element T>
+void op_impl(ops::swiglu_backward_op<N, H>, const cuda_context& c, T* dinp, const T* inp, const T* dout) {
+  check(k::launch_swiglu_backward<N, H>(c.stream, dinp, inp, dout), "swiglu_backward");
+}
+template <std::size_t N, device_element T>
+void op_impl(ops::residual_forward_op<N>, const cuda_context& c, T* out, const T* a, const T* b) {
+  check(k::launch_residual_forward<N>(c.stream, out, a, b), "residual_forward");
+}
+template <std::size_t N, device_element T>
+void op_impl(ops::residual_backward_op<N>, const cuda_context& c, T* da, T* db, const T* dout) {
+  check(k::launch_residual_backward<N>(c.stream, da, db, dout), "residual_backward");
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::rope_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* qkv_out, const T* qkv_in) {
+  check(k::launch_rope_forward<B, S, H, KVH, D>(c.stream, qkv_out, qkv_in), "rope_forward");
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::rope_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv_in, const T* dqkv_out) {
+  check(k::launch_rope_backward<B, S, H, KVH, D>(c.stream, dqkv_in, dqkv_out), "rope_backward");
+}
+
+// ---- attention: flash form; `att` carries (lse, out) from forward to backward ----
+namespace detail {
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t D, class T>
+struct flash_kept {
+  static constexpr std::size_t lse_bytes = (B * H * S * sizeof(float) + 255) / 256 * 256;
+  static constexpr std::size_t out_elements = B * S * H * D;
+  static constexpr bool fits = lse_bytes + out_elements * sizeof(T) <= B * H * S * S * sizeof(T);
+  static float* lse(T* att) { return reinterpret_cast<float*>(att); }
+  static const float* lse(const T* att) { return reinterpret_cast<const float*>(att); }
+  static T* out(T* att) { return reinterpret_cast<T*>(reinterpret_cast<char*>(att) + lse_bytes); }
+  static const T* out(const T* att) { return reinterpret_cast<const T*>(reinterpret_cast<const char*>(att) + lse_bytes); }
+};
+}  // namespace detail
+
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
+  using kept = detail::flash_kept<B, S, H, D, T>;
+  static_assert(kept::fits,
+                "weft::cuda::attention_forward: the sequence is too short for the kept buffer to hold the row "
+                "log-sum-exp and the output (needs seq >= head size + a few). Use a longer sequence on the CUDA backend.");
+  check(k::launch_flash_attention_forward<B, S, H, KVH, D>(c.stream, out, kept::lse(att), qkv), "attention_forward");
+  check(k::launch_copy(c.stream, kept::out(att), out, kept::out_elements), "attention_forward(keep output)");
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, T* /*scratch*/, const T* dout,
+             const T* qkv, const T* att) {
+  using kept = detail::flash_kept<B, S, H, D, T>;
+  check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, kept::out(att), kept::lse(att)),
+        "attention_backward");
+}
+
+// ---- fused softmax + cross-entropy: f32 losses ----
+template <std::size_t N, std::size_t V, device_element T>
+void op_impl(ops::softmax_cross_entropy_forward_backward_op<N, V>, const cuda_context& c, float* losses,
+             T* logits_to_dlogits, const std::int32_t* targets, float dloss) {
+  check(k::launch_softmax_cross_entropy_forward_backward<N, V, V>(c.stream, losses, logits_to_dlogits, targets, dloss),
+        "softmax_cross_entropy_forward_backward");
+}
+template <std::size_t N, std::size_t V, device_element T>
+void op_impl(ops::softmax_cross_entropy_forward_op<N, V>, const cuda_context& c, float* losses, const T* logits,
+             const std::int32_t* targets) {
+  check(k::launch_softmax_cross_entropy_forward<N, V, V>(c.stream, losses, logits, targets),
+        "softmax_cross_entropy_forward");
+}
+
+}  // namespace weft::cuda

@@ -1,0 +1,116 @@
+// The backend seam on a device: a whole GPT and a whole LLaMA (model/ as written, unchanged)
+// run forward, fused softmax + cross-entropy and backward with frames whose context is
+// cuda_context, their ops found by argument-dependent lookup in backend/cuda/ops.cuh; the loss
+// and every gradient must match the host training step's on the same parameters and tokens.
+// Compiling this file is itself the check that every op a GPT or LLaMA layer calls has a CUDA
+// body (for sm_90a and sm_80 in CI). Exit codes: 0 pass, 1 fail, 77 skip (no device).
+#include <weft/backend/cuda/ops.cuh>
+#include <weft/backend/cuda/staging_copier.cuh>
+#include <weft/comm/single.hpp>
+#include <weft/weft.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+using namespace weft;
+
+// Several processes sharing one GPU reach MPI through host staging (comm/staging.hpp).
+static_assert(communicator<staging_communicator<single_world, cuda::cuda_staging_copier>>);
+
+namespace {
+
+int failures = 0;
+
+template <class Plan>
+int check_model(const char* name) {
+  using model = typename Plan::model;
+  using T = typename Plan::value_type;
+  constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
+
+  // ---- the host step: parameters, tokens, loss and gradients of one micro-batch ----
+  training_step<Plan> host;
+  for (std::size_t i = 0; i < rows; ++i) {
+    host.tokens()[i] = static_cast<std::int32_t>((i * 7 + 3) % V);
+    host.targets()[i] = static_cast<std::int32_t>((i * 5 + 1) % V);
+  }
+  ops::zero(host.context(), host.grads().data(), host.grads().size());
+  const auto scale = static_cast<float>(1.0 / static_cast<double>(rows));
+  const double host_loss = host.accumulate(scale);
+
+  // ---- the same arena on the device ----
+  cuda::cuda_resources res;
+  const cuda::cuda_context& ctx = res.context();
+  std::byte* arena = nullptr;
+  cuda::check(cudaMalloc(&arena, Plan::bytes_per_rank), "cudaMalloc(arena)");
+  cuda::check(cudaMemset(arena, 0, Plan::bytes_per_rank), "cudaMemset(arena)");
+  auto at = [&]<class U = T>(typename Plan::section_id s) { return reinterpret_cast<U*>(arena + Plan::offsets[s]); };
+  cuda::check(cudaMemcpy(at(Plan::params), host.params().data(), Plan::param_count * sizeof(T), cudaMemcpyHostToDevice),
+              "params to device");
+  cuda::check(cudaMemcpy(at.template operator()<std::int32_t>(Plan::tokens), host.tokens().data(), rows * sizeof(std::int32_t),
+                         cudaMemcpyHostToDevice), "tokens to device");
+  cuda::check(cudaMemcpy(at.template operator()<std::int32_t>(Plan::targets), host.targets().data(),
+                         rows * sizeof(std::int32_t), cudaMemcpyHostToDevice), "targets to device");
+
+  frame<T, B, S, model, cuda::cuda_context> f;
+  f.params = f.root_params = at(Plan::params);
+  f.grads = f.root_grads = at(Plan::grads);
+  f.kept = at(Plan::kept);
+  f.scratch = at(Plan::scratch);
+  f.tokens = at.template operator()<std::int32_t>(Plan::tokens);
+  f.ctx = ctx;
+  T* logits = at(Plan::logits);
+  float* losses = at.template operator()<float>(Plan::losses);
+  model::forward(f, nullptr, logits);
+  ops::softmax_cross_entropy_forward_backward<rows, V>(ctx, losses, logits, at.template operator()<std::int32_t>(Plan::targets), scale);
+  model::backward(f, nullptr, logits, nullptr);
+  const double device_loss = ops::mean_loss(ctx, losses, rows);
+  res.synchronize();
+
+  std::vector<T> grads(Plan::param_count);
+  cuda::check(cudaMemcpy(grads.data(), at(Plan::grads), grads.size() * sizeof(T), cudaMemcpyDeviceToHost), "grads to host");
+  cudaFree(arena);
+
+  // ---- compare: the loss, and every parameter's gradient relative to its magnitude ----
+  int bad = 0;
+  if (!(std::abs(device_loss - host_loss) <= 1e-4 * std::abs(host_loss))) {
+    std::printf("FAIL %s: loss %.8f on the device, %.8f on the host\n", name, device_loss, host_loss);
+    ++bad;
+  }
+  for (const auto& p : host.parameter_infos()) {
+    double ref = 0, diff = 0;
+    for (std::size_t i = 0; i < p.size; ++i) {
+      const double h = host.grads()[p.offset + i], d = grads[p.offset + i];
+      ref = std::max(ref, std::abs(h));
+      diff = std::max(diff, std::abs(h - d));
+    }
+    if (!(diff <= 1e-3 * ref + 1e-7)) {
+      std::printf("FAIL %s: gradient of %s differs by %.3g (largest %.3g)\n", name, p.name.c_str(), diff, ref);
+      ++bad;
+    }
+  }
+  std::printf("%s %s: loss %.6f (host %.6f), %zu gradients compared\n", bad ? "FAIL" : "ok", name, device_loss, host_loss,
+              host.parameter_infos().size());
+  return bad;
+}
+
+using gpt_t = gpt<gpt_config<vocab<96>, context<64>, width<64>, heads<2>, depth<2>>>;
+using llama_t = llama<llama_config<vocab<96>, context<64>, width<64>, heads<4>, kv_heads<2>, depth<2>>>;
+
+}  // namespace
+
+int main() {
+  if (!cuda::device_available()) {
+    std::printf("SKIP: no CUDA device (the model's CUDA ops compiled)\n");
+    return 77;
+  }
+  try {
+    failures += check_model<plan<gpt_t, batch<micro<2>, seq<64>>, precision<float>>>("gpt f32");
+    failures += check_model<plan<llama_t, batch<micro<2>, seq<64>>, precision<float>>>("llama f32");
+  } catch (const std::exception& e) {
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+  return failures == 0 ? 0 : 1;
+}
