@@ -6,6 +6,9 @@
  * evaluates the validation loss, saves a checkpoint (Hugging Face GPT-2 names, safetensors)
  * and prints a text sample. It shows the whole user-facing path: a model as a type, a plan
  * whose memory is known at compile time, and a training step that allocates nothing.
+ * Long-job features (docs/running_long_jobs.md): a non-finite step is skipped; --spike-guard
+ * skips loss/gradient-norm spikes and rolls back to the last checkpoint after several in a row;
+ * SIGTERM/SIGINT finish the current step, save a checkpoint and exit 0.
  *
  *   bash run.sh demo                     # the default: preset "small", about 5 minutes here
  *   build/examples/train_gpt --help      # every option
@@ -23,6 +26,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <csignal>
+#include <limits>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -63,6 +68,14 @@ struct options {
   std::size_t sample_chars = 300;
   double expect_val_loss = 0;  // > 0: exit 3 unless the final validation loss is at most this
   bool quiet = false;
+  // ---- long jobs (docs/running_long_jobs.md) ----
+  std::size_t checkpoint_every = 0;  // > 0: also save to --checkpoint every N steps (rollback target)
+  bool spike_guard = false;
+  spike_guard_options spike{};
+  // ---- fault injection, for tests ----
+  std::size_t bad_batch = 0, bad_batches = 0;  // sampler positions [bad_batch, +bad_batches): garbage targets
+  std::size_t nan_at = 0;  // > 0: the N-th step() call (skipped ones included) has NaN gradients
+  std::size_t signal_at = std::numeric_limits<std::size_t>::max();  // SIGTERM during optimizer step N
 };
 
 static void usage(std::FILE* out) {
@@ -80,7 +93,18 @@ static void usage(std::FILE* out) {
                "  --eval-batches N     micro-batches per validation            (default 16)\n"
                "  --checkpoint DIR     where to save at the end                (default out/checkpoint; '' = none)\n"
                "  --resume DIR         continue from a checkpoint\n"
-               "  --log FILE           JSON-lines metrics                      (default out/metrics.jsonl)\n"
+               "  --log FILE           JSON-lines metrics, one object per step (default out/metrics.jsonl)\n"
+               "  --metrics FILE       the same as --log\n"
+               "  --checkpoint-every N also save the checkpoint every N steps (a rollback target)\n"
+               "  --spike-guard        skip steps whose loss or gradient norm spikes (z-score); roll back\n"
+               "                       to the last checkpoint after several in a row\n"
+               "  --spike-window N     accepted steps the z-score is taken over  (default 100)\n"
+               "  --spike-warmup N     accepted steps before the guard judges    (default 20)\n"
+               "  --spike-threshold X  z-score of a spike                        (default 6)\n"
+               "  --spike-rollback-after K  consecutive spikes that roll back; 0 never (default 3)\n"
+               "  --inject-bad-batch P[:N]  (testing) micro-batches P..P+N-1 of the sampler get garbage targets\n"
+               "  --inject-nan N       (testing) the N-th step call (1-based, skipped ones included) gets NaN gradients\n"
+               "  --signal-self-at N   (testing) raise SIGTERM during optimizer step N\n"
                "  --seed N             initialisation and sampling seed        (default 1337)\n"
                "  --sample N           characters to generate at the end       (default 300)\n"
                "  --expect-val-loss X  exit with status 3 unless the final validation loss <= X\n"
@@ -120,7 +144,21 @@ static std::optional<options> parse(int argc, char** argv) {
     else if (a == "--eval-batches") o.eval_batches = static_cast<std::size_t>(number(value()));
     else if (a == "--checkpoint") o.checkpoint = value();
     else if (a == "--resume") o.resume = value();
-    else if (a == "--log") o.log = value();
+    else if (a == "--log" || a == "--metrics") o.log = value();
+    else if (a == "--checkpoint-every") o.checkpoint_every = static_cast<std::size_t>(number(value()));
+    else if (a == "--spike-guard") o.spike_guard = true;
+    else if (a == "--spike-window") o.spike.window = static_cast<std::size_t>(number(value()));
+    else if (a == "--spike-warmup") o.spike.warmup = static_cast<std::size_t>(number(value()));
+    else if (a == "--spike-threshold") o.spike.threshold = number(value());
+    else if (a == "--spike-rollback-after") o.spike.rollback_after = static_cast<std::size_t>(number(value()));
+    else if (a == "--inject-bad-batch") {
+      const std::string v = value();
+      const auto colon = v.find(':');
+      o.bad_batch = static_cast<std::size_t>(number(v.substr(0, colon)));
+      o.bad_batches = colon == std::string::npos ? 1 : static_cast<std::size_t>(number(v.substr(colon + 1)));
+    }
+    else if (a == "--inject-nan") o.nan_at = static_cast<std::size_t>(number(value()));
+    else if (a == "--signal-self-at") o.signal_at = static_cast<std::size_t>(number(value()));
     else if (a == "--seed") o.seed = static_cast<std::uint64_t>(number(value()));
     else if (a == "--sample") o.sample_chars = static_cast<std::size_t>(number(value()));
     else if (a == "--expect-val-loss") o.expect_val_loss = number(value());
@@ -166,6 +204,14 @@ static dataset load_data(const std::string& path) {
   if (files.empty()) throw data_error("train_gpt: no text files found in " + path);
   d.text = text_corpus::load(std::span<const fs::path>(files), topt);
   return d;
+}
+
+// A number for JSON: NaN and infinities are not JSON numbers, so they are written as null.
+static std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", x);
+  return buf;
 }
 
 // ---- the progress bar ----
@@ -236,6 +282,8 @@ int train(const options& o) {
   topt.schedule = {o.warmup, o.steps, 0.1f};
   topt.grad_accum = sequences / B;
   topt.seed = o.seed;
+  if (o.nan_at > 0)  // testing: one step's gradients are NaN
+    topt.fault = [at = o.nan_at - 1](std::size_t call) { return call == at ? std::numeric_limits<double>::quiet_NaN() : 1.0; };
 
   training_step<Plan> step(topt);
   batch_sampler<B, S> sampler(parts.train, o.seed);
@@ -263,26 +311,112 @@ int train(const options& o) {
     return step.evaluate([&](auto tok, auto tgt) { val.next(tok, tgt); }, n);
   };
 
+  // ---- long jobs: checkpoints to roll back to, the spike guard, preemption ----
+  constexpr bool can_checkpoint = !Plan::mixed_precision;
+  std::string last_checkpoint = o.resume;  // where a rollback goes: the newest checkpoint of this job
+  auto save = [&](const char* why) {
+    if constexpr (can_checkpoint) {
+      if (o.checkpoint.empty()) return;
+      save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
+      last_checkpoint = o.checkpoint;
+      if (!o.quiet && why) std::printf("checkpoint (%s): %s at step %zu\n", why, o.checkpoint.c_str(), step.step_count());
+    }
+  };
+  if (o.checkpoint_every && last_checkpoint.empty()) save(nullptr);  // a rollback target from the start
+  std::optional<spike_guard> guard;
+  if (o.spike_guard) guard.emplace(o.spike);
+  preemption::install();  // SIGTERM/SIGINT: finish this step, save, exit 0
+  std::size_t rollbacks = 0, consecutive_skips = 0;
+  constexpr std::size_t max_consecutive_skips = 50;  // then the run is broken, not unlucky: stop
+
   double val_loss = -1, ema_tps = 0;
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t first = step.step_count();
   while (step.step_count() < o.steps) {
-    const step_metrics m = step.step([&](auto tok, auto tgt) { sampler.next(tok, tgt); });
+    if (step.step_count() + 1 == o.signal_at) std::raise(SIGTERM);  // testing: a signal during this step
+    const std::uint64_t position = sampler.step();                  // the data position of this step
+    auto fill = [&](auto tok, auto tgt) {
+      const std::uint64_t p = sampler.step();
+      sampler.next(tok, tgt);
+      if (p >= o.bad_batch && p < o.bad_batch + o.bad_batches)  // testing: a bad batch
+        std::fill(tgt.begin(), tgt.end(), static_cast<std::int32_t>(Plan::vocab_size - 1));
+    };
+    // example-begin guarded-step
+    const step_metrics m = guard ? step.step(fill, *guard) : step.step(fill);  // guard: a spike_guard
+    // example-end guarded-step
+    const bool spike = guard && m.skipped && !m.nonfinite;
+    bool rolled_back = false;
+    if (m.skipped) {
+      std::printf("step %zu skipped (%s: loss %.4g, grad norm %.4g; data position %llu)\n", m.step + 1,
+                  m.nonfinite ? "not finite" : "spike", m.loss, m.grad_norm, static_cast<unsigned long long>(position));
+      if (++consecutive_skips >= max_consecutive_skips) {
+        std::fprintf(stderr, "train_gpt: %zu steps in a row were skipped; stopping\n", consecutive_skips);
+        return 4;
+      }
+    } else {
+      consecutive_skips = 0;
+    }
+    if (spike && guard->last() == spike_decision::rollback) {
+      if constexpr (can_checkpoint) {
+        if (!last_checkpoint.empty()) {
+          // example-begin rollback
+          // Weights, moments and step count from the checkpoint; the data position stays where it
+          // is, past the bad batches (PaLM's remedy: restart earlier, skip the data that spiked).
+          const sampler_state here = sampler.state();
+          load_checkpoint(step, last_checkpoint);
+          sampler.set_state(here);
+          // example-end rollback
+          rolled_back = true;
+          ++rollbacks;
+          std::printf("rollback %zu: %zu spikes in a row; restored step %zu from %s, data continues at position %llu\n",
+                      rollbacks, o.spike.rollback_after, step.step_count(), last_checkpoint.c_str(),
+                      static_cast<unsigned long long>(sampler.step()));
+        }
+      }
+      if (!rolled_back) std::printf("rollback asked for, but there is no checkpoint (--checkpoint-every N); going on\n");
+    }
     ema_tps = ema_tps == 0 ? m.tokens_per_second : 0.9 * ema_tps + 0.1 * m.tokens_per_second;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double eta = elapsed / static_cast<double>(m.step - first) * static_cast<double>(o.steps - m.step);
-    const bool eval_now = (o.eval_every && m.step % o.eval_every == 0) || m.step == o.steps;
+    const double done = static_cast<double>(std::max<std::size_t>(m.step, first + 1) - first);
+    const double eta = elapsed / done * static_cast<double>(o.steps - std::min(m.step, o.steps));
+    const bool eval_now = !m.skipped && ((o.eval_every && m.step % o.eval_every == 0) || m.step == o.steps);
     if (eval_now) val_loss = validate();
     if (log) {
       std::fprintf(log,
-                   "{\"step\":%zu,\"loss\":%.6f,\"grad_norm\":%.6f,\"lr\":%.6g,\"ms\":%.3f,\"tokens_per_s\":%.1f,"
-                   "\"gflops\":%.3f%s}\n",
-                   m.step, m.loss, m.grad_norm, m.lr, m.seconds * 1e3, m.tokens_per_second, m.gflops,
+                   "{\"step\":%zu,\"loss\":%s,\"grad_norm\":%s,\"lr\":%.6g,\"ms\":%.3f,\"tokens_per_s\":%.1f,"
+                   "\"gflops\":%.3f,\"data_position\":%llu,\"skipped\":%s,\"nonfinite\":%s,\"spike\":%s,"
+                   "\"skipped_total\":%zu,\"spikes\":%zu,\"rollback\":%s,\"rollbacks_total\":%zu%s}\n",
+                   m.step, json_number(m.loss).c_str(), json_number(m.grad_norm).c_str(), m.lr, m.seconds * 1e3,
+                   m.tokens_per_second, m.gflops, static_cast<unsigned long long>(position), m.skipped ? "true" : "false",
+                   m.nonfinite ? "true" : "false", spike ? "true" : "false", m.skipped_total,
+                   guard ? guard->spikes() : std::size_t{0}, rolled_back ? "true" : "false", rollbacks,
                    eval_now ? (",\"val_loss\":" + std::to_string(val_loss)).c_str() : "");
       std::fflush(log);
     }
+    if (!m.skipped && o.checkpoint_every && m.step % o.checkpoint_every == 0 && m.step < o.steps) save("periodic");
+    // example-begin preemption
+    if (preemption::requested()) {
+      // Stopped between steps: the checkpoint holds everything --resume needs (weights,
+      // moments, step count, sampler position), so the resumed run equals an uninterrupted one.
+      if (tty) std::printf("\n");
+      if constexpr (can_checkpoint) {
+        save(nullptr);
+        if (o.checkpoint.empty())
+          std::printf("preempted by signal %d after step %zu (no checkpoint: --checkpoint '')\n", preemption::signal(),
+                      step.step_count());
+        else
+          std::printf("preempted by signal %d after step %zu: checkpoint %s; continue with --resume %s\n",
+                      preemption::signal(), step.step_count(), o.checkpoint.c_str(), o.checkpoint.c_str());
+      } else {
+        std::printf("preempted by signal %d after step %zu (no checkpoint under --precision bf16)\n",
+                    preemption::signal(), step.step_count());
+      }
+      if (log) std::fclose(log);
+      return 0;
+    }
+    // example-end preemption
     if (tty) progress(m.step, o.steps, m.loss, ema_tps, eta, true);
-    if (eval_now || (!tty && !o.quiet && m.step % 25 == 0)) {
+    if (eval_now || (!tty && !o.quiet && !m.skipped && m.step % 25 == 0)) {
       if (tty) std::printf("\n");
       if (!tty && !o.quiet) progress(m.step, o.steps, m.loss, ema_tps, eta, false);
       if (eval_now) std::printf("step %zu: validation loss %.4f nats/byte\n", m.step, val_loss);

@@ -8,19 +8,29 @@
  *   mpirun -np 2 build/examples/train_distributed --strategy zero1 --steps 200
  *   mpirun -np 4 build/examples/train_distributed --strategy tp2      # dp2 x tp2
  *   build/examples/train_distributed --help
+ *   mpirun -np 8 ... --strategy tp2-pp2 --steps 200 --checkpoint ckpt --save-every 50 --keep 2
+ *   mpirun -np 4 ... --strategy zero3 --steps 300 --resume ckpt   # resharded on load
  *
  * Run-time errors end every rank with one line and a non-zero status: a world that does not
  * fit the mesh, a data file missing on some rank (--data may contain {rank}), a rank that dies.
+ * SIGTERM or SIGINT on any rank ends every rank after the same step, with status 0; a step whose
+ * loss or gradient norm is not finite on any rank is skipped by all (docs/running_long_jobs.md).
  */
 #include <weft/comm/mpi.hpp>
 #include <weft/train/corpus.hpp>
+#include <weft/train/distributed_checkpoint.hpp>
 #include <weft/train/distributed_step.hpp>
+#include <weft/train/preemption.hpp>
+#include <weft/train/stability.hpp>
 #include <weft/weft.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <ctime>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -75,6 +85,15 @@ struct options {
   float lr = 3e-3f;
   int fail_rank = -1;  // for testing: this rank exits with status 3 at step 2
   int kill_rank = -1;  // for testing: this rank is killed (SIGKILL) in the middle of step 2
+  std::string metrics;  // JSON lines, one object per step (rank 0 writes)
+  bool spike_guard = false;
+  std::size_t rollback_after = 3;  // consecutive spikes that roll back to the last checkpoint (0: never)
+  int spike_rank = -1;             // for testing: this rank's loss and gradients x1000 ...
+  std::size_t spike_at = 0, spike_steps = 0;  // ... in step attempts [N, N + K) (1-based)
+  int nan_rank = -1, signal_rank = -1;  // for testing: NaN gradients / SIGTERM on this rank ...
+  std::size_t nan_at = 0, signal_at = 0;  // ... in step attempt N / optimizer step N (1-based)
+  std::string checkpoint, resume;          // checkpoint root to save into / to resume from
+  std::size_t save_every = 0, keep = 0;    // save every N steps (0: at the end only); keep the last N (0: all)
 };
 
 static void usage() {
@@ -86,8 +105,30 @@ static void usage() {
               "  --lr X            peak learning rate                                  (default 3e-3)\n"
               "  --fail-rank R     (testing) rank R exits with status 3 at step 2\n"
               "  --kill-rank R     (testing) rank R is killed by SIGKILL in the middle of step 2\n"
+              "  --metrics FILE    JSON lines, one object per step (written by rank 0)\n"
+              "  --spike-guard     skip steps whose loss or gradient norm spikes (z-score, every rank agrees);\n"
+              "                    with --checkpoint, roll back to the last checkpoint after several in a row\n"
+              "  --spike-rollback-after K  consecutive spikes that roll back; 0 never     (default 3)\n"
+              "  --spike-rank R --spike-at N --spike-steps K  (testing) rank R's loss and gradients x1000 in\n"
+              "                    its step attempts N..N+K-1\n"
+              "  --nan-rank R --nan-at N        (testing) rank R's gradients are NaN in its N-th step call\n"
+              "  --signal-rank R --signal-at N  (testing) rank R raises SIGTERM during step N\n"
+              "  --checkpoint DIR  save checkpoints into DIR/step-N/ (DIR/latest names the newest): at the\n"
+              "                    end, every --save-every steps, and when preempted\n"
+              "  --save-every N    save every N optimizer steps                        (default 0: at the end)\n"
+              "  --keep N          keep the newest N checkpoints in DIR                (default 0: all)\n"
+              "  --resume DIR      resume from DIR's latest checkpoint (or a DIR/step-N/), saved under any\n"
+              "                    preset and world size; --steps counts from 0, so training continues to N\n"
               "presets (the data-parallel degree is the world size / (tp * pp)):\n");
   std::apply([](auto... p) { (std::printf("  %-17s %s\n", p.name.data(), p.summary.data()), ...); }, presets{});
+}
+
+// A number for JSON: NaN and infinities are not JSON numbers, so they are written as null.
+static std::string json_number(double x) {
+  if (!std::isfinite(x)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", x);
+  return buf;
 }
 
 template <class Plan>
@@ -105,6 +146,10 @@ int train(mpi_communicator& world, const options& o) {
   train_options topt;
   topt.optimizer.lr = o.lr;
   topt.schedule = {20, o.steps, 0.1f};
+  if (world.rank() == o.nan_rank && o.nan_at > 0)  // testing: this rank's gradients are NaN once
+    topt.fault = [at = o.nan_at - 1](std::size_t call) { return call == at ? std::numeric_limits<double>::quiet_NaN() : 1.0; };
+  if (world.rank() == o.spike_rank && o.spike_at > 0)  // testing: a run of bad batches on this rank
+    topt.fault = [a = o.spike_at - 1, k = o.spike_steps](std::size_t call) { return call >= a && call < a + k ? 1e3 : 1.0; };
   // example-begin entry
   auto step = make_training_step<Plan>(world, topt);  // distributed_step<Plan, mpi_communicator>
   batch_sampler<Plan::B, Plan::S> sampler(data->all(), 1337, data_shard{step.data_rank(), step.dp_size()});
@@ -114,7 +159,42 @@ int train(mpi_communicator& world, const options& o) {
                 Plan::tp, Plan::pp);
     Plan::report();
   }
-  for (std::size_t s = 0; s < o.steps; ++s) {
+  // ---- checkpoints: saved in slices by every rank, resumed under any preset (resharded) ----
+  std::size_t saved_at = 0;  // the step of the last save (0: none yet; a rollback needs one)
+  // example-begin checkpoint
+  auto save = [&] {  // collective; a failure is one line on every rank
+    std::string error;
+    try {
+      const auto dir = save_checkpoint(step, world, o.checkpoint, checkpoint_state{sampler.state()},
+                                       checkpoint_options{.keep_last = o.keep});
+      saved_at = step.step_count();
+      if (world.rank() == 0) std::printf("saved %s\n", dir.c_str());
+    } catch (const checkpoint_error& e) {
+      error = e.what();
+    }
+    collective_check(world, error.empty(), error, 1);
+  };
+  if (!o.resume.empty()) {
+    std::string error;
+    try {
+      sampler.set_state(load_checkpoint(step, world, o.resume).sampler);  // parameters, moments, step, position
+    } catch (const checkpoint_error& e) {
+      error = e.what();  // the same line on every rank; the step is unchanged
+    }
+    collective_check(world, error.empty(), error, 1);
+    if (world.rank() == 0) std::printf("resumed from %s at step %zu\n", o.resume.c_str(), step.step_count());
+  }
+  // example-end checkpoint
+  // ---- long jobs: the stop flag, the guard, the metrics stream ----
+  preemption::install();  // SIGTERM/SIGINT: set a flag; the ranks agree on it after each step
+  std::optional<spike_guard> guard;
+  // Rollback needs somewhere to roll back to: without --checkpoint the guard only skips.
+  if (o.spike_guard) guard.emplace(spike_guard_options{.rollback_after = o.checkpoint.empty() ? 0 : o.rollback_after});
+  std::size_t rollbacks = 0;  // rollbacks done
+  std::FILE* metrics = world.rank() == 0 && !o.metrics.empty() ? std::fopen(o.metrics.c_str(), "w") : nullptr;
+  // A skipped step is not counted: loop until `steps` updates (s counts attempts).
+  for (std::size_t s = 0; step.step_count() < o.steps; ++s) {
+    if (step.step_count() + 1 == o.signal_at && world.rank() == o.signal_rank) std::raise(SIGTERM);  // testing
     if (static_cast<int>(s) == 2 && world.rank() == o.fail_rank) std::exit(3);
     if (static_cast<int>(s) == 2 && world.rank() == o.kill_rank) {
       // Mid-step: after this rank's first micro-batch, while the others wait in a collective.
@@ -128,10 +208,71 @@ int train(mpi_communicator& world, const options& o) {
       };
       step(fill);
     }
-    const auto m = step(sampler);  // the step reads its micro-batches from the sampler
-    if (world.rank() == 0 && (m.step % 10 == 0 || m.step == o.steps))
+    // the step reads its micro-batches from the sampler; a guard, if any, may reject the update
+    const std::size_t rollbacks_asked = guard ? guard->rollbacks() : 0;
+    const auto m = guard ? step.step(sampler, *guard) : step(sampler);
+    const bool spike = guard && m.skipped && !m.nonfinite;
+    if (world.rank() == 0 && m.skipped)
+      std::printf("step %zu skipped on every rank (%s: loss %.4g, grad norm %.4g)\n", m.step + 1,
+                  m.nonfinite ? "not finite" : "spike", m.loss, m.grad_norm);
+    if (world.rank() == 0 && !m.skipped && (m.step % 10 == 0 || m.step == o.steps))
       std::printf("step %zu  loss %.4f  grad norm %.3f  %.0f tok/s\n", m.step, m.loss, m.grad_norm, m.tokens_per_second);
+    if (metrics) {
+      std::fprintf(metrics,
+                   "{\"step\":%zu,\"loss\":%s,\"grad_norm\":%s,\"lr\":%.6g,\"ms\":%.3f,\"tokens_per_s\":%.1f,"
+                   "\"skipped\":%s,\"nonfinite\":%s,\"spike\":%s,\"skipped_total\":%zu,\"spikes\":%zu,"
+                   "\"rollbacks_total\":%zu}\n",
+                   m.step, json_number(m.loss).c_str(), json_number(m.grad_norm).c_str(), m.lr, m.seconds * 1e3,
+                   m.tokens_per_second, m.skipped ? "true" : "false",
+                   m.nonfinite ? "true" : "false", spike ? "true" : "false", m.skipped_total,
+                   guard ? guard->spikes() : std::size_t{0}, rollbacks);
+      std::fflush(metrics);
+    }
+    // ---- rollback: K spikes in a row; every rank's guard saw the same all-reduced loss and norm,
+    // and the ranks agree once more before acting. The data position is kept, so the bad batches
+    // are not read again; the parameters, moments and step count return to the last checkpoint.
+    // example-begin distributed-rollback
+    std::int32_t roll = guard && guard->rollbacks() > rollbacks_asked ? 1 : 0;
+    world.all_reduce(std::span<std::int32_t>(&roll, 1), reduce_op::max);
+    if (roll && saved_at > 0) {
+      const sampler_state here = sampler.state();  // past the bad batches
+      std::string error;
+      try {
+        load_checkpoint(step, world, o.checkpoint);
+      } catch (const checkpoint_error& e) {
+        error = e.what();
+      }
+      collective_check(world, error.empty(), error, 1);
+      sampler.set_state(here);
+      ++rollbacks;
+      if (world.rank() == 0)
+        std::printf("rolled back to step %zu after %zu spikes in a row (data position kept: the bad batches are not "
+                    "read again)\n", step.step_count(), o.rollback_after);
+    }
+    // example-end distributed-rollback
+    if (!o.checkpoint.empty() && o.save_every > 0 && !m.skipped && step.step_count() % o.save_every == 0 &&
+        step.step_count() < o.steps)
+      save();
+    // ---- preemption: every rank asks at the same point, so all stop after the same step ----
+    // example-begin preemption-agreed
+    if (preemption::agreed(world)) {  // an all-reduce max of the flag: true on every rank or none
+      // {step, -step, ranks signalled}: the step every rank stops after, checked equal everywhere.
+      std::int64_t v[3] = {static_cast<std::int64_t>(step.step_count()), -static_cast<std::int64_t>(step.step_count()),
+                           preemption::requested() ? 1 : 0};
+      world.all_reduce(std::span<std::int64_t>(v, 2), reduce_op::max);
+      world.all_reduce(std::span<std::int64_t>(v + 2, 1), reduce_op::sum);
+      // ---- checkpoint on preemption: every rank saves the same step, before the exit ----
+      if (!o.checkpoint.empty()) save();
+      // example-end preemption-agreed
+      if (world.rank() == 0)
+        std::printf("preempted: a signal on %lld of %d ranks; every rank stops after step %lld (steps %lld..%lld)\n",
+                    static_cast<long long>(v[2]), world.size(), static_cast<long long>(v[0]),
+                    static_cast<long long>(-v[1]), static_cast<long long>(v[0]));
+      break;
+    }
   }
+  if (metrics) std::fclose(metrics);
+  if (!o.checkpoint.empty() && step.step_count() >= o.steps) save();  // the last step (not if preempted: saved above)
   return 0;
 }
 
@@ -154,6 +295,20 @@ int main(int argc, char** argv) {
     else if (a == "--lr") o.lr = std::strtof(next().c_str(), nullptr);
     else if (a == "--fail-rank") o.fail_rank = std::atoi(next().c_str());
     else if (a == "--kill-rank") o.kill_rank = std::atoi(next().c_str());
+    else if (a == "--metrics") o.metrics = next();
+    else if (a == "--spike-guard") o.spike_guard = true;
+    else if (a == "--spike-rollback-after") o.rollback_after = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--spike-rank") o.spike_rank = std::atoi(next().c_str());
+    else if (a == "--spike-at") o.spike_at = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--spike-steps") o.spike_steps = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--nan-rank") o.nan_rank = std::atoi(next().c_str());
+    else if (a == "--nan-at") o.nan_at = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--signal-rank") o.signal_rank = std::atoi(next().c_str());
+    else if (a == "--signal-at") o.signal_at = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--checkpoint") o.checkpoint = next();
+    else if (a == "--save-every") o.save_every = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--keep") o.keep = std::strtoul(next().c_str(), nullptr, 10);
+    else if (a == "--resume") o.resume = next();
     else collective_check(world, false, "train_distributed: unknown option '" + a + "' (see --help)", 2);
   }
   int rc = 0;

@@ -15,6 +15,7 @@
 #include "weft/model/lm_head.hpp"               // lm_head, tied, untied
 #include "weft/model/mlp.hpp"                   // gelu_mlp, swiglu_mlp
 #include "weft/model/moe.hpp"                   // moe_mlp, swiglu_experts, shared_expert, aux_loss_weight
+#include "weft/model/ep_moe_mlp.hpp"            // ep_moe_mlp (expert-parallel form of moe_mlp)
 #include "weft/model/moe_gpt.hpp"               // moe_gpt
 #include "weft/model/moe_llama.hpp"             // moe_llama
 #include "weft/model/named.hpp"                 // named

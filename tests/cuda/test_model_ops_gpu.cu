@@ -95,6 +95,48 @@ int check_model(const char* name) {
   return bad;
 }
 
+// Whole steps: training_step<Plan, cuda_context> (arena in device memory) against the host step
+// from the same initialisation and tokens: the losses of several steps agree.
+template <class Plan>
+int check_steps(const char* name) {
+  constexpr std::size_t V = Plan::vocab_size;
+  cuda::cuda_resources res;
+  train_options o;
+  o.optimizer.lr = 1e-2f;
+  o.grad_clip = 0.5f;
+  training_step<Plan> host(o);
+  training_step<Plan, cuda::cuda_context> device(o, res.context());
+  // The same initial parameters on both.
+  const std::vector<typename Plan::value_type> p0 = device.copy_params_to_host();
+  int bad = 0;
+  for (std::size_t i = 0; i < p0.size(); ++i)
+    if (p0[i] != host.params()[i]) {
+      std::printf("FAIL %s: initial parameter %zu differs\n", name, i);
+      ++bad;
+      break;
+    }
+  for (std::size_t s = 0; s < 4; ++s) {
+    auto fill = [&](auto tok, auto tgt) {
+      for (std::size_t i = 0; i < tok.size(); ++i) {
+        tok[i] = static_cast<std::int32_t>((s * 31 + i * 7) % V);
+        tgt[i] = static_cast<std::int32_t>((s * 17 + i * 5 + 1) % V);
+      }
+    };
+    const auto h = host.step(fill);
+    const auto d = device.step(fill);
+    // f32: the two backends differ by summation order only; bf16: by bf16 roundings of different
+    // intermediate values (each backend rounds once per stored value), so a looser bound.
+    constexpr bool narrow = sizeof(typename Plan::value_type) < 4;
+    const double tol_loss = narrow ? 2e-2 : 1e-4, tol_norm = narrow ? 5e-2 : 1e-3;
+    const bool ok = std::abs(h.loss - d.loss) <= tol_loss * std::abs(h.loss) &&
+                    std::abs(h.grad_norm - d.grad_norm) <= tol_norm * h.grad_norm;
+    std::printf("%s %s step %zu: loss %.6f (host %.6f), grad norm %.5f (host %.5f)\n", ok ? "ok" : "FAIL", name, s,
+                d.loss, h.loss, d.grad_norm, h.grad_norm);
+    bad += ok ? 0 : 1;
+  }
+  return bad;
+}
+
 using gpt_t = gpt<gpt_config<vocab<96>, context<64>, width<64>, heads<2>, depth<2>>>;
 using llama_t = llama<llama_config<vocab<96>, context<64>, width<64>, heads<4>, kv_heads<2>, depth<2>>>;
 
@@ -108,6 +150,10 @@ int main() {
   try {
     failures += check_model<plan<gpt_t, batch<micro<2>, seq<64>>, precision<float>>>("gpt f32");
     failures += check_model<plan<llama_t, batch<micro<2>, seq<64>>, precision<float>>>("llama f32");
+    failures += check_steps<plan<gpt_t, batch<micro<2>, seq<64>>, precision<float>>>("gpt f32 steps");
+    failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<float>>>("llama f32 steps");
+    failures += check_steps<plan<gpt_t, batch<micro<2>, seq<64>>, precision<bf16, f32>>>("gpt bf16 steps");
+    failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<bf16, f32>>>("llama bf16 steps");
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;

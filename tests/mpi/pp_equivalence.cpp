@@ -48,7 +48,8 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
   // dp == 1: the pipeline step alone (its own clipping and update); else under data parallelism.
   // example-begin pipeline_usage
   using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
-  using pipe_t = pipeline_step<P, PP, Schedule, M, mpi_communicator>;  // this rank's stage: its pp rank
+  // this rank's stage (its pp rank); under ZeRO >= 1 without moments of its own (the dp step's shards)
+  using pipe_t = pipeline_step<zero_local_plan_t<P, Zero>, PP, Schedule, M, mpi_communicator>;
   using dist_t = data_parallel_step<P, mpi_communicator, Zero, pipe_t>;
   const std::size_t pp_index = rank / dp, dp_index = rank % dp;  // rank = pp_index·dp + dp_index (tp = 1)
   mpi_communicator pp_group = world.split(static_cast<int>(dp_index), static_cast<int>(pp_index));
@@ -83,7 +84,11 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
         }
       ++i, ++fills;
     };
-    const step_metrics md = alone ? alone->step(fill) : dist->step(fill);
+    const step_metrics md = [&] {
+      if constexpr (Zero == 0)  // alone only without ZeRO (dp == 1)
+        if (alone) return alone->step(fill);
+      return dist->step(fill);
+    }();
     WEFT_CHECK(fills == (stage == 0 || stage + 1 == PP ? M : 0));  // the first and the last stage read data
     std::size_t j = 0;
     const step_metrics mr = ref.step([&](auto tok, auto tgt) {  // micro j = dp rank j / M's micro j % M

@@ -138,12 +138,14 @@ using plan_of = plan<model_t, batch<micro<2>, seq<8>>, precision<double>, Strate
 
 template <class Plan>
 void steps_of(mpi_communicator& world, const char* name) {
-  staged st(world);
   train_options o;
   o.optimizer.lr = 1e-2f;
   o.grad_clip = 0.5f;
   auto direct = make_training_step<Plan>(world, o);
-  auto through = make_training_step<Plan>(st, o);
+  // example-begin staging
+  staged st(world);                                // staging_communicator<mpi_communicator, host_copier>
+  auto through = make_training_step<Plan>(st, o);  // any strategy, unchanged
+  // example-end staging
   const std::size_t row0 = direct.data_rank() * 2;
   for (std::size_t s = 0; s < 3; ++s) {
     auto fill = [&](auto tok, auto tgt) {

@@ -117,8 +117,9 @@ void run_tp(mpi_communicator& world, std::size_t steps, double tol) {
 template <class Model, class T, bool SP, std::size_t Zero>
 void run_dp_tp(mpi_communicator& world, std::size_t steps, double tol) {
   using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
-  using local_t = tensor_parallel_step<P, TP, SP>;
   // example-begin dp-tp-step
+  // Under ZeRO >= 1 the local arena holds no moments: the dp step's shards are the only copy.
+  using local_t = tensor_parallel_step<zero_local_plan_t<P, Zero>, TP, SP>;
   const int r = world.rank();
   auto tp = world.split(r / static_cast<int>(TP), r % static_cast<int>(TP));  // ranks {2d, 2d+1}
   auto dp = world.split(r % static_cast<int>(TP), r / static_cast<int>(TP));  // ranks with one tp index

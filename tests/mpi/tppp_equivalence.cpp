@@ -83,7 +83,8 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
 
   // example-begin tppp_usage
   using P = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;
-  using pipe_t = pipeline_step<P, PP, Schedule, M, mpi_communicator, TP>;  // a tp shard of a stage
+  // a tp shard of a stage; under ZeRO >= 1 without moments of its own (the dp step's shards)
+  using pipe_t = pipeline_step<zero_local_plan_t<P, Zero>, PP, Schedule, M, mpi_communicator, TP>;
   using dist_t = data_parallel_step<P, mpi_communicator, Zero, pipe_t>;
   // rank = (pp_index·dp + dp_index)·tp + tp_index
   const std::size_t tp_index = rank % TP, dp_index = rank / TP % dp, pp_index = rank / (TP * dp);
@@ -119,7 +120,11 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
       fill_rows<Model::vocab_size>(s, dp_index, i, tok, tgt);
       ++i, ++fills;
     };
-    const step_metrics md = alone ? alone->step(fill) : dist->step(fill);
+    const step_metrics md = [&] {
+      if constexpr (Zero == 0)  // alone only without ZeRO (dp == 1)
+        if (alone) return alone->step(fill);
+      return dist->step(fill);
+    }();
     WEFT_CHECK(fills == (pp_index == 0 || pp_index + 1 == PP ? M : 0));
     std::size_t j = 0;
     const step_metrics mr = ref.step([&](auto tok, auto tgt) {  // micro j = dp rank j / M's micro j % M

@@ -12,6 +12,7 @@
 #include "weft/model/llama.hpp"
 #include "weft/parallel/plan.hpp"
 #include "weft/parallel/schedule.hpp"
+#include "weft/parallel/tensor_parallel.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -298,4 +299,52 @@ TEST_CASE("the documented 175B memory plan (docs/parallelism.md)", "[parallel][m
   CHECK(static_cast<double>(plan_175b::memory_per_rank) == 16 * params + activations + embedding);
   CHECK(plan_175b::memory::peak_stage == 0);
   plan_175b::report_strategy();
+}
+
+namespace {
+// ZeRO >= 1: the local arenas have no master or moment sections (state_sections.hpp).
+using tiny_gpt = gpt<gpt_config<vocab<64>, context<16>, width<32>, heads<4>, depth<2>>>;
+template <std::size_t Zero, class Precision = precision<float>>
+using zero_tiny = plan<tiny_gpt, batch<micro<2>, seq<8>>,
+                       strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">, data_parallel<"dp", zero<Zero>>>,
+                       Precision>;
+template <class P>
+constexpr std::size_t moments = P::section_elements[P::adam_m] + P::section_elements[P::adam_v];
+}  // namespace
+
+TEST_CASE("under ZeRO the local arenas hold no optimizer state; the dp step's shards do", "[parallel][memory][zero]") {
+  using z0 = zero_tiny<0>;
+  using z1 = zero_tiny<1>;
+  STATIC_REQUIRE(z0::optimizer_state_in_arena && !z1::optimizer_state_in_arena);
+  STATIC_REQUIRE(moments<z0> == 2 * z0::param_count);
+  STATIC_REQUIRE(moments<z1> == 0 && moments<zero_tiny<2>> == 0 && moments<zero_tiny<3>> == 0);
+  STATIC_REQUIRE(z1::section_elements[z1::params] == z1::param_count && z1::section_elements[z1::grads] == z1::param_count);
+  STATIC_REQUIRE(z0::bytes_per_rank - z1::bytes_per_rank == 2 * z0::param_count * sizeof(float));
+  // mixed precision: no master copy either
+  using m0 = zero_tiny<0, precision<bf16, float>>;
+  using m1 = zero_tiny<1, precision<bf16, float>>;
+  STATIC_REQUIRE(m0::section_elements[m0::master] == m0::param_count && m1::section_elements[m1::master] == 0);
+  // the tensor-parallel shard's arena follows its plan
+  STATIC_REQUIRE(moments<tensor_parallel_plan<z0>> == 2 * tensor_parallel_plan<z0>::param_count);
+  STATIC_REQUIRE(moments<tensor_parallel_plan<z1>> == 0);
+  // a plan without a zero<> part, for data_parallel_step<Plan, Comm, Zero> given the stage itself
+  using bare = plan<tiny_gpt, batch<micro<2>, seq<8>>>;
+  STATIC_REQUIRE(std::is_same_v<zero_local_plan_t<bare, 0>, bare>);
+  STATIC_REQUIRE(moments<zero_local_plan_t<bare, 1>> == 0);
+  STATIC_REQUIRE(std::is_same_v<zero_local_plan_t<z1, 3>, z1>);
+  STATIC_REQUIRE(zero_local_plan_t<bare, 2>::bytes_per_rank < bare::bytes_per_rank);
+}
+
+TEST_CASE("the working buffers of weft's ZeRO: whole gradients (2, 3) and gathered parameters (3)", "[parallel][memory][zero]") {
+  constexpr state_bytes f32 = state_bytes_for<float>;
+  STATIC_REQUIRE(zero_working_bytes(1000, f32, 0) == 0);
+  STATIC_REQUIRE(zero_working_bytes(1000, f32, 1) == 0);
+  STATIC_REQUIRE(zero_working_bytes(1000, f32, 2) == 4000);
+  STATIC_REQUIRE(zero_working_bytes(1000, f32, 3) == 8000);
+  // in the plan: counted in total() and memory_per_rank, not in ZeRO's model states
+  using z3 = plan<tiny_gpt, batch<micro<2>, seq<8>>, strategy<mesh<axis<"dp", 4>>, data_parallel<"dp", zero<3>>>>;
+  constexpr stage_memory m = z3::memory::stages[0];
+  STATIC_REQUIRE(m.working_bytes == 2 * 4 * z3::param_count);
+  STATIC_REQUIRE(m.total() == m.model_state_bytes() + m.working_bytes + m.activations_total());
+  STATIC_REQUIRE(z3::memory_per_rank == m.total());
 }

@@ -12,7 +12,7 @@
 using namespace weft;
 
 namespace {
-using model = gpt<gpt_config<vocab<64>, context<16>, width<32>, heads<4>, depth<2>>>;
+using model = gpt<gpt_config<vocab<256>, context<16>, width<32>, heads<4>, depth<2>>>;  // byte-level text: ids < 256
 using plain_plan = plan<model, batch<micro<2>, seq<16>>>;
 template <std::size_t Zero>
 using dp_plan = plan<model, batch<micro<2>, seq<16>>, strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<Zero>>>>;

@@ -12,3 +12,19 @@ if(TARGET train_gpt)
   set_tests_properties(train.bf16_tracks_f32_validation_loss PROPERTIES LABELS "train;demo" TIMEOUT 600
                        ENVIRONMENT "OMP_NUM_THREADS=1")
 endif()
+
+# ---- long jobs (docs/running_long_jobs.md): fault injection into train_gpt ----
+# guard: a NaN step and three garbage batches in a row -> skipped, spikes skipped, one rollback to
+# the last checkpoint past the bad batches, the run ends with a finite, sensible loss (metrics
+# parsed as JSON). preempt: SIGTERM in step 12 -> exit 0 with a checkpoint; --resume equals an
+# uninterrupted run step for step. The tiny preset, a few seconds each.
+if(TARGET train_gpt)
+  foreach(mode guard preempt)
+    add_test(NAME train.long_jobs.${mode}
+             COMMAND ${CMAKE_COMMAND} -DTRAIN_GPT=$<TARGET_FILE:train_gpt>
+                     -DWORK=${CMAKE_CURRENT_BINARY_DIR}/long_jobs_${mode} -DMODE=${mode}
+                     -P ${CMAKE_CURRENT_SOURCE_DIR}/train/long_jobs.cmake)
+    set_tests_properties(train.long_jobs.${mode} PROPERTIES LABELS "train;fault" TIMEOUT 300
+                         ENVIRONMENT "OMP_NUM_THREADS=1")
+  endforeach()
+endif()

@@ -8,9 +8,10 @@
 // Parameters, with this rank's shapes:
 //   gate.weight (expert E, in), experts.up_proj or experts.gate_up_proj (expert E/EP, ·, in),
 //   experts.down_proj (expert E/EP, out, ffn), shared_expert.… (whole)
-// What the caller does with the gradients (the step's job once expert_parallel<"ep"> is a
-// strategy part): `experts.*` sum over data parallelism only, everything else over data x expert
-// parallelism (is_expert_parameter tells them apart).
+// What the caller does with the gradients (expert_parallel_step's job; plan<> swaps moe_mlp for
+// this form under a strategy with expert_parallel<"ep">, parallel/expert_parallel.hpp):
+// `experts.*` sum over data parallelism only, everything else over data x expert parallelism
+// (is_expert_parameter tells them apart).
 #include "weft/core/shape.hpp"                  // shape, axis
 #include "weft/model/expert_group.hpp"          // expert_group, bound_expert_group
 #include "weft/model/layer.hpp"                 // leaf_layer, npos_param, param_info

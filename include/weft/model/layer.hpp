@@ -11,6 +11,7 @@
 // and, at run time, forward(frame, in, out) and backward(frame, in, dout, din). Backward
 // ACCUMULATES into din and into the parameter gradients; the caller zeroes them.
 #include "weft/core/fixed_string.hpp"  // fixed_string
+#include "weft/comm/group.hpp"         // tp_group (the group interface sharded layers talk to)
 #include "weft/exec/context.hpp"       // host_context, execution_context
 #include "weft/model/param.hpp"        // param_list, role, init_context
 
@@ -43,24 +44,6 @@ struct param_info {
   std::vector<std::size_t> segments;
 };
 
-/// The tensor-parallel group a sharded layer talks to: a type-erased view of a communicator
-/// (comm/tp_adapter.hpp adapts any `communicator`), so that model/ does not depend on comm/.
-/// Host buffers; every rank of the group makes the same calls in the same order. all_gather and
-/// reduce_scatter_sum move `n` elements per rank, rank-major: in (n) -> out (size * n), and
-/// in (size * n) -> out (n) holding the sum of every rank's block rank().
-struct tp_group {
-  virtual ~tp_group() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  virtual void all_reduce_sum(float* data, std::size_t n) = 0;
-  virtual void all_reduce_sum(double* data, std::size_t n) = 0;
-  virtual void all_reduce_max(float* data, std::size_t n) = 0;
-  virtual void all_reduce_max(double* data, std::size_t n) = 0;
-  virtual void all_gather(const float* in, float* out, std::size_t n) = 0;
-  virtual void all_gather(const double* in, double* out, std::size_t n) = 0;
-  virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n) = 0;
-  virtual void reduce_scatter_sum(const double* in, double* out, std::size_t n) = 0;
-};
 
 /// Called during backward when the gradients of every parameter at element offset >= `from`
 /// (in the model's block) are final: compositions report it after each child. Data

@@ -7,6 +7,7 @@
 // `h.<i>.mlp.gate.weight`, `h.<i>.mlp.experts.…` (see moe_mlp).
 #include "weft/model/attention.hpp"            // attention
 #include "weft/model/block.hpp"                // block
+#include "weft/model/ep_moe_mlp.hpp"           // ep_moe_mlp (the form plan<> runs under expert_parallel)
 #include "weft/model/gpt.hpp"                  // gpt_config
 #include "weft/model/layernorm.hpp"            // layernorm
 #include "weft/model/lm_head.hpp"              // lm_head, tied

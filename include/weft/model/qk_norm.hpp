@@ -6,9 +6,12 @@
 // through. Rotary embeddings (inside causal_attention) come after it, as in those models.
 // qk_norm_attention<C, H, KVH, Pos, Bias> is attention<> with it in place.
 //
-// Tensor parallelism: the gains are shared by heads that live on different ranks, so their
-// gradients would need a sum over the group inside a region, which the steps do not do yet:
-// under tp > 1 it is a compile error (parallel/tensor_parallel.hpp).
+// Tensor parallelism: tensor_parallel_qk_norm<H/TP, KVH/TP, D, TP, SP> is its form on one of TP
+// ranks (parallel/tensor_parallel.hpp maps it so): the rank's heads, the gains whole. The gains
+// are shared by heads on different ranks, so a rank's gradient of them is its heads' share only:
+// the layer sums this micro-batch's share over the tensor-parallel group in its backward (with
+// sequence parallelism tensor_parallel_step sums every replicated gradient over the group after
+// backward, this one included, so the layer leaves it to the step).
 #include "weft/core/diagnostics.hpp"  // diag::divisible, diag::at_least
 #include "weft/core/shape.hpp"        // shape, axis
 #include "weft/model/attention.hpp"   // detail::attention_shape
@@ -19,9 +22,12 @@
 #include "weft/model/sequential.hpp"  // sequential
 #include "weft/ops/accumulate.hpp"    // accumulate
 #include "weft/ops/copy.hpp"          // copy
+#include "weft/ops/fill.hpp"          // zero
 #include "weft/ops/rmsnorm.hpp"       // rmsnorm_forward/backward
 
 #include <cstddef>
+#include <stdexcept>
+#include <string>
 
 namespace weft {
 
@@ -62,6 +68,38 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
       ops::rmsnorm_backward<H, D>(f.ctx, dx, f.grads, dy, x, f.params, rstd);
       ops::rmsnorm_backward<KVH, D>(f.ctx, dx + H * D, f.grads + D, dy + H * D, x + H * D, f.params + D, rstd + H);
       ops::accumulate(f.ctx, dx + (H + KVH) * D, dy + (H + KVH) * D, KVH * D);
+    }
+  }
+};
+
+/// qk_norm on one of `TP` tensor-parallel ranks (`SP`: with sequence parallelism): H and KVH are
+/// the rank's query and key heads, between the column-parallel c_attn and causal_attention; the
+/// gains (q_weight, k_weight) are whole on every rank and their gradients summed over the group
+/// (see the top of the file).
+template <std::size_t H, std::size_t KVH, std::size_t D, std::size_t TP, bool SP>
+struct tensor_parallel_qk_norm : qk_norm<H, KVH, D> {
+  using base = qk_norm<H, KVH, D>;
+  static constexpr std::size_t tp = TP;
+  /// Without SP: the gains' gradients accumulated before this micro-batch, (2, D).
+  template <std::size_t B, std::size_t S>
+  static constexpr std::size_t scratch_count = SP ? 0 : 2 * D;
+
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    if constexpr (SP) {
+      base::backward(f, in, dout, din);  // this rank's share; tensor_parallel_step sums it over the group
+    } else {
+      if (f.tp == nullptr || f.tp->size() != static_cast<int>(TP))
+        throw std::logic_error("weft::tensor_parallel_qk_norm: the frame has no tensor-parallel group of size " +
+                               std::to_string(TP) + ". Run the sharded model through tensor_parallel_step (it sets frame::tp).");
+      // Sum only this micro-batch's share: earlier micro-batches' gradients are already whole.
+      auto* saved = f.scratch;                  // (2, D)
+      ops::copy(f.ctx, saved, f.grads, 2 * D);  // q_weight | k_weight gradients so far
+      ops::zero(f.ctx, f.grads, 2 * D);
+      base::backward(f, in, dout, din);         // this rank's heads' share
+      f.tp->all_reduce_sum(f.grads, 2 * D);     // every head's
+      ops::accumulate(f.ctx, f.grads, saved, 2 * D);
     }
   }
 };

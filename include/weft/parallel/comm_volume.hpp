@@ -21,6 +21,13 @@
 //   Only the transformer layers are counted (not the vocabulary-parallel embedding and loss).
 // * pipeline — per micro-batch and chunk boundary, one (s, b, h) activation forward and its
 //   gradient backward (the sequence shard, 1/t of it, with sequence parallelism).
+// * expert parallel (ep ranks, model/moe_expert_parallel.hpp) — per micro-batch and moe_mlp
+//   layer, four all-to-alls of the b·s·k routed rows of width h: dispatch and combine in
+//   forward, their gradients in backward (six with full recompute, whose forward runs again).
+//   With balanced routing a rank keeps 1/ep of its rows and sends (ep − 1)/ep of them. The
+//   per-expert row counts (ep·E/ep integers per dispatch) are not counted. Data parallelism
+//   then sums the experts' gradients over the dp ranks of the same expert block and every
+//   other gradient over all dp·ep ranks (expert_parallel_step): dp_bytes counts both rings.
 //
 // FLOPs follow PaLM's count, as plan::flops_per_token does: 6 per parameter that multiplies
 // (embedding tables only looked up do not; a tied head multiplies by its table on the last
@@ -28,6 +35,7 @@
 // FLOPs add the recomputation (full: the layers' forward again, 2·Ψ_layer + 4·h·s per token;
 // selective: the attention core, 4·h·s). Tensor parallelism divides a stage's FLOPs by t.
 #include "weft/core/constant.hpp"          // dynamic
+#include "weft/parallel/expert_parallel.hpp"  // ep_model_t, ep_facts
 #include "weft/parallel/memory_model.hpp"  // detail::ceil_div, peak_activation_sets
 #include "weft/parallel/partition.hpp"     // model_partition
 #include "weft/parallel/schedule.hpp"      // schedule_kind, detail::tag_kind
@@ -60,6 +68,7 @@ struct step_volume {
   std::uint64_t dp_bytes = 0;        ///< sent on the data-parallel axis
   std::uint64_t tp_bytes = 0;        ///< sent on the tensor-parallel axis
   std::uint64_t pp_bytes = 0;        ///< sent to the neighbouring stages (activations and gradients)
+  std::uint64_t ep_bytes = 0;        ///< sent on the expert-parallel axis (the all-to-alls of routed rows)
   std::uint64_t model_flops = 0;     ///< PaLM's count, this rank's share
   std::uint64_t hardware_flops = 0;  ///< model_flops plus recomputation
 };
@@ -68,7 +77,7 @@ struct step_volume {
 template <class Model, class Batch, parallel_strategy Strategy, class T, class Master = T>
 struct comm_volume {
   using partition = model_partition<Model, Strategy::tp>;
-  static constexpr std::size_t tp = Strategy::tp, pp = Strategy::pp, chunks = Strategy::chunks;
+  static constexpr std::size_t tp = Strategy::tp, pp = Strategy::pp, chunks = Strategy::chunks, ep = Strategy::ep;
   static constexpr std::size_t microbatches = Strategy::microbatches;
   static constexpr bool sp = Strategy::sequence_parallel;
   static constexpr recompute_kind rc = Strategy::recompute_policy;
@@ -94,6 +103,25 @@ struct comm_volume {
         return microbatches * (ring_reduce_scatter_bytes(psi, n, bytes.grads) + 2 * ring_all_gather_bytes(psi, n, bytes.params));
     }
   }
+
+  // ---- expert parallelism (ep = 1: all zero) ----
+  /// Parameter elements of one rank of the expert group: E/ep experts per moe_mlp.
+  static constexpr std::uint64_t ep_rank_params = [] {
+    if constexpr (ep == 1) return std::uint64_t{0};
+    else return std::uint64_t{model_partition<ep_model_t<Model, ep>, 1>::stage_params(0, 1)};
+  }();
+  /// Of these, the experts' (the whole model holds ep times as many: whole - rank = (ep − 1)·experts).
+  static constexpr std::uint64_t ep_expert_params = [] {
+    if constexpr (ep == 1) return std::uint64_t{0};
+    else return (model_partition<Model, 1>::stage_params(0, 1) - ep_rank_params) / (ep - 1);
+  }();
+  /// Bytes one rank sends in one all-to-all of its routed rows of one micro-batch, over all moe_mlp layers.
+  static constexpr std::uint64_t ep_dispatch_bytes = [] {
+    if constexpr (ep == 1) return std::uint64_t{0};
+    else return b * s * ep_facts<Model, ep>::routed_elements * sizeof(T) * (ep - 1) / ep;
+  }();
+  /// Expert-parallel bytes per micro-batch: dispatch and combine, forward and backward (6 with full recompute).
+  static constexpr std::uint64_t ep_bytes_per_micro = (rc == recompute_kind::full ? 6 : 4) * ep_dispatch_bytes;
 
   /// Tensor-parallel bytes of one layer and one micro-batch: 4 all-reduces of (s, b, h) (6 with full recompute).
   static constexpr std::uint64_t tp_bytes_per_layer =
@@ -122,7 +150,10 @@ struct comm_volume {
   static constexpr step_volume stage(std::size_t st, std::size_t dp = assumed_dp) noexcept {
     step_volume v{};
     v.stage = st;
-    v.dp_bytes = data_parallel_bytes(partition::stage_params(st, pp), dp);
+    if constexpr (ep == 1) v.dp_bytes = data_parallel_bytes(partition::stage_params(st, pp), dp);
+    else  // experts over the dp ranks of their block; the rest over all dp·ep ranks (zero<0>: the strategy allows no other)
+      v.dp_bytes = data_parallel_bytes(ep_expert_params, dp) + data_parallel_bytes(ep_rank_params - ep_expert_params, dp * ep);
+    v.ep_bytes = microbatches * ep_bytes_per_micro;
     v.tp_bytes = layers_per_stage * microbatches * tp_bytes_per_layer;
     std::uint64_t messages = 0;  // activations sent forward and gradients sent backward, per micro-batch
     for (std::size_t c = 0; c < chunks; ++c) {

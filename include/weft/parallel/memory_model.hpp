@@ -43,6 +43,11 @@
 // dropout mask, sbh/t per micro-batch in flight (sbhp/t for 1F1B), and on the last stage the
 // final layernorm's and the head's inputs and the 32-bit logits of the loss, 4sbh/t·(1 + v/h);
 // both are counted here (embedding_bytes, output_bytes) with the same generalisations.
+// Working buffers — what weft's executors hold whole on top of ZeRO's partition
+// (zero_working_bytes): under ZeRO-2 and -3 backward writes the whole gradient block, which
+// is reduce-scattered after it (the paper reduce-scatters bucket by bucket during backward),
+// and under ZeRO-3 the parameters are gathered whole before forward (the paper gathers layer
+// by layer). stage_memory::working_bytes, counted in total(); model_state_bytes() stays ZeRO's.
 // Not counted: workspace, communication buffers, fragmentation.
 #include "weft/core/constant.hpp"        // dynamic
 #include "weft/parallel/partition.hpp"   // model_partition
@@ -90,6 +95,13 @@ constexpr model_state_bytes zero_model_states(std::size_t psi, const state_bytes
   const std::size_t shard = nd <= 1 ? psi : (psi + nd - 1) / nd;
   return {(zero_stage >= 3 ? shard : psi) * b.params, (zero_stage >= 2 ? shard : psi) * b.grads,
           (zero_stage >= 1 ? shard : psi) * b.optimizer()};
+}
+
+/// Bytes of the full-size buffers weft's steps hold beside ZeRO's shards (see the top of this
+/// file): the whole gradient block under ZeRO-2/3, and the gathered parameters under ZeRO-3.
+/// The local arena keeps both sections whole; data_parallel_step adds the shards.
+constexpr std::size_t zero_working_bytes(std::size_t psi, const state_bytes& b, std::size_t zero_stage) noexcept {
+  return (zero_stage >= 2 ? psi * b.grads : 0) + (zero_stage >= 3 ? psi * b.params : 0);
 }
 
 // ---- activations of one transformer layer ----
@@ -185,6 +197,7 @@ struct stage_memory {
   std::size_t param_bytes = 0;     ///< model states after ZeRO sharding ...
   std::size_t grad_bytes = 0;
   std::size_t optimizer_bytes = 0;
+  std::size_t working_bytes = 0;       ///< whole gradient / gathered parameter buffers (zero_working_bytes)
   std::size_t layers = 0;              ///< transformer layers on the stage (all chunks)
   std::size_t activation_sets = 0;     ///< (micro-batch, chunk) sets in flight at the peak
   std::size_t layer_bytes = 0;         ///< one layer, one micro-batch (layer_activation_bytes)
@@ -193,7 +206,7 @@ struct stage_memory {
   std::size_t output_bytes = 0;        ///< last stage: final norm and head inputs, 32-bit logits
   constexpr std::size_t model_state_bytes() const noexcept { return param_bytes + grad_bytes + optimizer_bytes; }
   constexpr std::size_t activations_total() const noexcept { return activation_bytes + embedding_bytes + output_bytes; }
-  constexpr std::size_t total() const noexcept { return model_state_bytes() + activations_total(); }
+  constexpr std::size_t total() const noexcept { return model_state_bytes() + working_bytes + activations_total(); }
 };
 
 namespace detail {
@@ -259,6 +272,7 @@ struct memory_model {
     m.param_bytes = st.params;
     m.grad_bytes = st.grads;
     m.optimizer_bytes = st.optimizer;
+    m.working_bytes = zero_working_bytes(m.params, bytes, Strategy::zero_stage);
     m.layers = layers_per_chunk * chunks;
     m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);
     m.layer_bytes = layer_bytes;

@@ -2,27 +2,39 @@
 // ---- plan: the static memory plan and counts of one rank ----
 // plan<Model, batch<micro<B>, seq<S>>, precision<T>?> places every buffer a training step uses
 // at a byte offset fixed at compile time, in one arena:
-//   parameters | gradients | AdamW first moment | second moment | kept activations |
-//   logits (also their gradient, in place) | workspace | per-token losses | token ids | targets
+//   parameters | gradients | master weights | AdamW first moment | second moment |
+//   kept activations | logits (also their gradient, in place) | workspace | per-token losses |
+//   token ids | targets
 // so a step allocates nothing, and `bytes_per_rank` is known before launch (static_assert it).
+// The model-state sections are sized in one place for every local arena (state_sections.hpp):
+// under ZeRO >= 1 (the strategy's zero<Z>, or zero_local_plan_t) the master and moment
+// sections are empty, because data_parallel_step holds them in shards.
 //
 // With a strategy<...> option the plan also checks the strategy against the model (tp
 // divides heads, kv_heads, ffn and vocab; pp (and pp·V) divides depth; seq divisible by tp
 // under sequence parallelism; the schedule's micro-batch rules) and prices one rank of it:
 // `memory` (memory_model.hpp: ZeRO model states, Korthikanti activations, per stage),
-// `memory_per_rank` (its largest stage, checked against memory_budget), and `volume`
+// `memory_per_rank` (its largest stage, checked against memory_budget; what a rank really
+// allocates: tests/mpi/memory_per_rank.cpp), and `volume`
 // (comm_volume.hpp: bytes per mesh axis and FLOPs per step). The arena above stays the local
 // arena of the unsharded single-rank step (`bytes_per_rank`, `arena_bytes`): training_step
 // allocates it; the sharded step brings its own.
+// Under expert_parallel<"ep"> (ep > 1) the plan is that of one rank of the expert group: its
+// model (`rank_model`) runs every moe_mlp as ep_moe_mlp<…, ep> (parallel/expert_parallel.hpp),
+// so param_count, the arena, `memory` and `parameters()` hold E/ep experts per layer (the
+// expert-parallel step trains exactly this arena); FLOPs stay the whole model's per token.
 #include "weft/core/constant.hpp"          // dynamic
 #include "weft/core/diagnostics.hpp"       // diag::at_most, diag::divisible
 #include "weft/core/dtype.hpp"             // bf16, f16 (section dtype names)
 #include "weft/model/layer.hpp"            // language_model, param_info, npos_param
 #include "weft/parallel/batch.hpp"         // batch, micro, seq
 #include "weft/parallel/comm_volume.hpp"   // comm_volume, step_volume
+#include "weft/parallel/expert_parallel.hpp"  // ep_model_t, ep_facts
 #include "weft/parallel/memory_model.hpp"  // memory_model, stage_memory
 #include "weft/parallel/recompute.hpp"     // with_recompute_t
+#include "weft/parallel/state_sections.hpp"  // local_state_sections, sharded_optimizer_state
 #include "weft/parallel/strategy.hpp"      // strategy, parallel_strategy, single_rank_strategy
+#include "weft/parallel/tensor_parallel.hpp"  // tp_shard, detail::executed_body (the tp-form check)
 
 #include <array>
 #include <cstddef>
@@ -123,15 +135,20 @@ struct plan {
   /// True when a strategy<...> option is given; strategy_type is it, else single_rank_strategy.
   static constexpr bool has_strategy = detail::count_of<detail::is_strategy, Options...> >= 1;
   using strategy_type = detail::first_of_t<detail::is_strategy, single_rank_strategy, Options...>;
-  /// The model as written (names, parameters, memory_model and comm_volume take this one).
+  /// The model as written (names, comm_volume and the pipeline's stages take this one).
   using model_type = Model;
+  /// Expert-parallel degree of the strategy (1 without expert_parallel).
+  static constexpr std::size_t ep = strategy_type::ep;
+  /// The model one rank holds: `Model`, with each moe_mlp as ep_moe_mlp<…, ep> under
+  /// expert_parallel (E/ep experts per layer). Parameters, the arena and memory_model take it.
+  using rank_model = ep_model_t<Model, ep>;
   /// The recomputation the executors run: the strategy's policy, on every kind of rank (the
   /// tensor-parallel shard maps recomputed<> and selective_attention<>; a pipeline stage is cut
   /// from model_type first and then mapped, see pipeline_step).
   using executed_recompute = typename strategy_type::recompute_type;
-  /// The model the steps execute: `Model` under the strategy's recompute<> policy
+  /// The model the steps execute: `rank_model` under the strategy's recompute<> policy
   /// (parallel/recompute.hpp); the same parameters, fewer kept activations.
-  using model = with_recompute_t<Model, executed_recompute>;
+  using model = with_recompute_t<rank_model, executed_recompute>;
   using value_type = typename detail::plan_precision<strategy_type, Options...>::type;
   using master_type = typename detail::plan_precision<strategy_type, Options...>::master_type;
   using T = value_type;
@@ -147,7 +164,8 @@ struct plan {
   static_assert(seq_fits_context, "weft::plan: seq<S> is longer than the model's context. Use seq<S> <= context<N>, or raise context<N>.");
 
   // ---- element counts ----
-  static constexpr std::size_t param_count = Model::param_count;
+  static constexpr std::size_t param_count = rank_model::param_count;  ///< this rank's (E/ep experts per layer)
+  static constexpr std::size_t global_param_count = Model::param_count;  ///< the whole model's
   static constexpr std::size_t kept_count = model::template kept_count<B, S>;  // after recomputation
   static constexpr std::size_t scratch_count = model::template scratch_count<B, S>;
   static constexpr std::size_t logits_count = rows * vocab_size;
@@ -158,6 +176,12 @@ struct plan {
   // in Master; per-token losses in float when T is narrower (see docs/precision.md). With
   // Master == T the master section is empty and the layout is the single-type one, byte for byte.
   static constexpr bool mixed_precision = !std::is_same_v<T, master_type>;
+  /// False when ZeRO (a strategy with data_parallel<..., zero<Z>>, Z >= 1, or the
+  /// sharded_optimizer_state option) keeps the optimizer state in data_parallel_step's shards:
+  /// then the master and moment sections are empty (state_sections.hpp).
+  static constexpr bool optimizer_state_in_arena =
+      strategy_type::zero_stage == 0 && detail::count_of<detail::is_sharded_optimizer_state, Options...> == 0;
+  static constexpr state_sections state = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
   using loss_type = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
   enum section_id : std::size_t {
     params, grads, master, adam_m, adam_v, kept, logits, scratch, losses, tokens, targets, n_sections
@@ -166,7 +190,7 @@ struct plan {
       "parameters", "gradients", "master weights", "adamw m", "adamw v", "kept activations", "logits / dlogits",
       "workspace", "losses", "token ids", "targets"};
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      param_count, param_count, mixed_precision ? param_count : 0, param_count, param_count, kept_count,
+      state.params, state.grads, state.master, state.moments, state.moments, kept_count,
       logits_count, scratch_count, rows, rows, rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
       sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T),
@@ -227,14 +251,45 @@ struct plan {
   static constexpr bool depth_divisible_by_chunks = !depth_divisible_by_pp || diag::divisible<Model::depth, pp * chunks>;
   static_assert(depth_divisible_by_chunks, "weft::plan: interleaving without enough layers: depth is not divisible by pp * V model chunks. Choose interleaved<V> and pp so that pp * V divides depth, or use one_f_one_b.");
 
+  // Expert parallelism splits the experts of moe_mlp layers: it needs some, and whole blocks of them.
+  // (if constexpr: without expert parallelism the model is not walked at all)
+  static constexpr bool moe_found = [] {
+    if constexpr (ep == 1) return true;
+    else return ep_facts<Model, ep>::moe_layers > 0;
+  }();
+  static_assert(moe_found, "weft::plan: expert_parallel with ep > 1 needs mixture-of-experts layers, but the model has no moe_mlp. Build the model with moe_mlp (moe_gpt, moe_llama, or a sequential composition holding moe_mlp), or drop expert_parallel (or give its axis size 1).");
+  static constexpr bool experts_divisible_by_ep = [] {
+    if constexpr (ep == 1) return true;
+    else return ep_facts<Model, ep>::experts_divisible;
+  }();
+  static_assert(experts_divisible_by_ep, "weft::plan: the number of experts is not divisible by the expert-parallel degree. Choose an ep that divides the experts of every moe_mlp (each rank holds experts / ep of them).");
+
+  // ---- plan-only use: every layer needs a tensor-parallel form under tp > 1 ----
+  // memory_model and comm_volume price a tp > 1 model through model_partition, which counts a
+  // leaf layer by its parameters' roles; the steps shard it with tp_shard. Naming the sharded
+  // model here reports a layer tp_shard does not know (tp_form_check's message) at the plan, even
+  // when no step is built, instead of pricing a model no step can run.
+  static constexpr bool tp_forms_known = [] {
+    if constexpr (tp > 1 && strategy_valid && heads_divisible_by_tp && kv_heads_divisible_by_tp &&
+                  ffn_divisible_by_tp && vocab_divisible_by_tp && seq_divisible_by_tp) {
+      using sharded = typename tp_shard<typename detail::executed_body<model>::type, tp,
+                                        strategy_type::sequence_parallel>::type;
+      return !std::is_void_v<sharded>;
+    } else {
+      return true;
+    }
+  }();
+  static_assert(tp_forms_known);  // the message, if any, is tp_shard's (tp_form_check)
+
   /// True when every check passed (the static_asserts have reported any failure).
   static constexpr bool strategy_fits = strategy_valid && heads_divisible_by_tp && kv_heads_divisible_by_tp &&
                                         ffn_divisible_by_tp && vocab_divisible_by_tp && seq_divisible_by_tp &&
-                                        blocks_found && depth_divisible_by_pp && depth_divisible_by_chunks;
+                                        blocks_found && depth_divisible_by_pp && depth_divisible_by_chunks &&
+                                        moe_found && experts_divisible_by_ep;
 
   // ---- one rank of the strategy: memory, communication, FLOPs ----
   /// The per-rank memory plan (memory_model.hpp); meaningful when strategy_fits.
-  using memory = memory_model<Model, Batch, strategy_type, T, master_type>;
+  using memory = memory_model<rank_model, Batch, strategy_type, T, master_type>;
   /// Bytes communicated and FLOPs per step, per rank (comm_volume.hpp).
   using volume = comm_volume<Model, Batch, strategy_type, T, master_type>;
   /// The largest stage's bytes per rank: model states after ZeRO (at the mesh's data-parallel
@@ -256,20 +311,20 @@ struct plan {
 
   /// Byte offset of a parameter (by dotted path) inside the arena; a compile-time constant.
   static constexpr std::size_t param_offset_bytes(std::string_view path) {
-    const std::size_t e = Model::find_param(path);
+    const std::size_t e = rank_model::find_param(path);
     return e == npos_param ? npos_param : offsets[params] + e * sizeof(T);
   }
 
   // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention) ----
   static constexpr std::size_t lookup_params = Model::lookup_param_count;  // embedding rows read, not multiplied
   static constexpr std::size_t flops_per_token =
-      6 * (param_count - lookup_params) + 12 * Model::depth * Model::heads * (Model::width / Model::heads) * S;
+      6 * (global_param_count - lookup_params) + 12 * Model::depth * Model::heads * (Model::width / Model::heads) * S;
   static constexpr std::size_t flops_per_step_micro = flops_per_token * rows;
 
   /// Every parameter with its name, offset and shape (run time: names are strings).
   static std::vector<param_info> parameters(std::size_t depth = Model::depth) {
     std::vector<param_info> v;
-    Model::visit_params("", 0, init_context{depth}, [&](const param_info& p) { v.push_back(p); });
+    rank_model::visit_params("", 0, init_context{depth}, [&](const param_info& p) { v.push_back(p); });
     return v;
   }
 
@@ -311,12 +366,12 @@ struct plan {
                  schedule_names[static_cast<int>(memory::kind)], microbatches, chunks, dp,
                  S::dp == dynamic ? " (dynamic; priced at this size)" : "", S::zero_stage,
                  recompute_names[static_cast<int>(S::recompute_policy)]);
-    std::fprintf(out, "  per rank, %s: %5s %14s %8s %8s %8s %6s %10s %8s %8s %8s\n", unit, "stage", "params", "param",
-                 "grad", "optim", "sets", "layers", "embed", "output", "total");
+    std::fprintf(out, "  per rank, %s: %5s %14s %8s %8s %8s %8s %6s %10s %8s %8s %8s\n", unit, "stage", "params", "param",
+                 "grad", "optim", "working", "sets", "layers", "embed", "output", "total");
     for (std::size_t s = 0; s < pp; ++s) {
       const stage_memory m = memory::stage(s, dp);
-      std::fprintf(out, "                 %5zu %14zu %8.2f %8.2f %8.2f %6zu %10.2f %8.2f %8.2f %8.2f\n", s, m.params,
-                   m.param_bytes / gib, m.grad_bytes / gib, m.optimizer_bytes / gib, m.activation_sets,
+      std::fprintf(out, "                 %5zu %14zu %8.2f %8.2f %8.2f %8.2f %6zu %10.2f %8.2f %8.2f %8.2f\n", s, m.params,
+                   m.param_bytes / gib, m.grad_bytes / gib, m.optimizer_bytes / gib, m.working_bytes / gib, m.activation_sets,
                    m.activation_bytes / gib, m.embedding_bytes / gib, m.output_bytes / gib, m.total() / gib);
     }
     std::fprintf(out, "  per rank and step, %s sent: %5s %10s %10s %10s %12s %12s\n", unit, "stage", "dp", "tp", "pp",
@@ -326,7 +381,25 @@ struct plan {
       std::fprintf(out, "                               %5zu %10.3f %10.3f %10.3f %12.2f %12.2f\n", s, v.dp_bytes / gib,
                    v.tp_bytes / gib, v.pp_bytes / gib, v.model_flops / 1e12, v.hardware_flops / 1e12);
     }
+    if constexpr (ep > 1)
+      std::fprintf(out, "  expert parallel: ep %zu (%zu of %zu parameters on this rank), all-to-alls %.3f %s sent per rank and step\n",
+                   ep, param_count, global_param_count, volume::stage(0, dp).ep_bytes / gib, unit);
   }
 };
+
+/// The plan a local step runs under data_parallel_step<..., zero<Zero>>: `Plan` itself, or with
+/// sharded_optimizer_state added when Zero >= 1 and Plan's arena would hold the optimizer state
+/// (a plan without a zero<> strategy part), so that the dp step's shards are the only copy.
+template <class Plan, std::size_t Zero>
+struct zero_local_plan {
+  using type = Plan;
+};
+template <class Model, class Batch, class... Options, std::size_t Zero>
+  requires(Zero >= 1 && plan<Model, Batch, Options...>::optimizer_state_in_arena)
+struct zero_local_plan<plan<Model, Batch, Options...>, Zero> {
+  using type = plan<Model, Batch, Options..., sharded_optimizer_state>;
+};
+template <class Plan, std::size_t Zero>
+using zero_local_plan_t = typename zero_local_plan<Plan, Zero>::type;
 
 }  // namespace weft

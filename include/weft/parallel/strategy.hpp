@@ -10,8 +10,12 @@
 // data-parallel with the defaults (zero<0>, 25 MiB buckets), so `strategy<mesh<axis<"dp">>>`
 // is plain data parallelism (one rank in a single process). Every combination is checked
 // here, where it is written; what depends on the model (divisibility, memory) is checked
-// by plan<>. Ranks follow Megatron-LM's order, tensor-parallel index fastest:
-//   rank = (pp_index * dp + dp_index) * tp + tp_index.
+// by plan<>. Ranks follow Megatron-LM's order, tensor-parallel index fastest, with the
+// expert-parallel index between tensor and data parallelism:
+//   rank = ((pp_index * dp + dp_index) * ep + ep_index) * tp + tp_index
+// (ep = 1 without expert_parallel: the tp/dp/pp order is unchanged by it). Expert parallelism
+// (expert_parallel<"ep">) runs alone or with data parallelism: ep consecutive ranks form an
+// expert group, each holding E/ep experts of every mixture of experts and its own tokens.
 #include "weft/core/constant.hpp"      // dynamic
 #include "weft/core/diagnostics.hpp"   // diag::at_least, diag::at_most
 #include "weft/core/fixed_string.hpp"  // fixed_string
@@ -146,7 +150,7 @@ struct options_of {
 // ---- the parts ----
 
 /// What a strategy part does along its axis.
-enum class part_kind : std::uint8_t { data, tensor, pipeline };
+enum class part_kind : std::uint8_t { data, tensor, pipeline, expert };
 
 /// Data parallelism along mesh axis `Axis`, with optional zero<S> (default 0) and
 /// bucket_bytes<N> (default 25 MiB).
@@ -202,6 +206,19 @@ struct pipeline {
   static constexpr bool valid = options_valid && enough_chunks && microbatches >= 1;
 };
 
+/// Expert parallelism along mesh axis `Axis` (GShard, Switch Transformer): the experts of every
+/// mixture-of-experts layer (moe_mlp) are dealt out over the axis's ranks in blocks of E/ep, each
+/// rank brings its own tokens, and all-to-alls carry the routed rows to their experts and back.
+/// plan<> runs each moe_mlp<…> as its ep_moe_mlp<…, ep> form (model/ep_moe_mlp.hpp) and
+/// make_training_step returns expert_parallel_step. With data parallelism only (zero<0>): not
+/// with tensor_parallel or pipeline yet.
+template <fixed_string Axis>
+struct expert_parallel {
+  using weft_part_tag = void;
+  static constexpr part_kind kind = part_kind::expert;
+  static constexpr auto axis_name = Axis;
+};
+
 namespace detail {
 
 template <class T> inline constexpr bool is_part_v = requires { typename T::weft_part_tag; };
@@ -213,6 +230,7 @@ inline constexpr bool is_part_of_kind = [] {
 template <class T> struct is_data_part : std::bool_constant<is_part_of_kind<T, part_kind::data>> {};
 template <class T> struct is_tensor_part : std::bool_constant<is_part_of_kind<T, part_kind::tensor>> {};
 template <class T> struct is_pipeline_part : std::bool_constant<is_part_of_kind<T, part_kind::pipeline>> {};
+template <class T> struct is_expert_part : std::bool_constant<is_part_of_kind<T, part_kind::expert>> {};
 
 // Stand-ins for absent parts: the same members, no axis.
 struct no_data_part {
@@ -230,6 +248,9 @@ struct no_pipeline_part {
   static constexpr std::size_t microbatches = 1;
   static constexpr std::size_t chunks = 1;
   static constexpr bool valid = true;
+};
+struct no_expert_part {
+  static constexpr fixed_string axis_name = "";
 };
 struct no_precision {
   using type = void;
@@ -260,8 +281,8 @@ template <fixed_string Part, fixed_string Axis, bool Ok>
 consteval bool check_axis_static() {
   if constexpr (!Ok)
     strategy_error<fixed_string("weft::strategy: ") + Part + fixed_string(" uses the axis \"") + Axis +
-                   fixed_string("\", whose size is dynamic. Give tensor_parallel and pipeline axes a static size, "
-                                "e.g. axis<\"tp\", 2>; only the data-parallel axis may be dynamic.")>();
+                   fixed_string("\", whose size is dynamic. Give tensor_parallel, pipeline and expert_parallel axes "
+                                "a static size, e.g. axis<\"tp\", 2>; only the data-parallel axis may be dynamic.")>();
   return Ok;
 }
 template <fixed_string Axis, bool Ok>
@@ -280,6 +301,7 @@ struct rank_coords {
   std::size_t pp = 0;  ///< pipeline stage
   std::size_t dp = 0;  ///< data-parallel replica
   std::size_t tp = 0;  ///< tensor-parallel shard
+  std::size_t ep = 0;  ///< expert-parallel rank (its block of experts); 0 without expert_parallel
   friend constexpr bool operator==(const rank_coords&, const rank_coords&) = default;
 };
 
@@ -293,6 +315,8 @@ struct strategy_parts {
   static constexpr bool has_data = count_of<is_data_part, Parts...> == 1;
   static constexpr bool has_tensor = count_of<is_tensor_part, Parts...> == 1;
   static constexpr bool has_pipeline = count_of<is_pipeline_part, Parts...> == 1;
+  static constexpr bool has_expert = count_of<is_expert_part, Parts...> == 1;
+  using expert_part = first_of_t<is_expert_part, no_expert_part, Parts...>;
   using data_part = first_of_t<is_data_part, no_data_part, Parts...>;
   using tensor_part = first_of_t<is_tensor_part, no_tensor_part, Parts...>;
   using pipeline_part = first_of_t<is_pipeline_part, no_pipeline_part, Parts...>;
@@ -301,7 +325,8 @@ struct strategy_parts {
   static constexpr std::size_t uses(std::string_view name) {
     return (has_data && data_part::axis_name.view() == name ? 1u : 0u) +
            (has_tensor && tensor_part::axis_name.view() == name ? 1u : 0u) +
-           (has_pipeline && pipeline_part::axis_name.view() == name ? 1u : 0u);
+           (has_pipeline && pipeline_part::axis_name.view() == name ? 1u : 0u) +
+           (has_expert && expert_part::axis_name.view() == name ? 1u : 0u);
   }
   // Index of the mesh's first axis without a part (Mesh::rank when there is none).
   static constexpr std::size_t first_unused() {
@@ -343,26 +368,30 @@ struct strategy {
       ((detail::is_part_v<Parts> || detail::is_recompute_v<Parts> || detail::is_precision_v<Parts>) && ... && true);
   static_assert(parts_known,
                 "weft::strategy: an argument after the mesh is not a strategy part. Use data_parallel<>, "
-                "tensor_parallel<>, pipeline<>, recompute<> or precision<>.");
+                "tensor_parallel<>, pipeline<>, expert_parallel<>, recompute<> or precision<>.");
   static constexpr bool parts_once =
       detail::count_of<detail::is_data_part, Parts...> <= 1 && detail::count_of<detail::is_tensor_part, Parts...> <= 1 &&
-      detail::count_of<detail::is_pipeline_part, Parts...> <= 1 && detail::count_of<detail::is_recompute, Parts...> <= 1 &&
+      detail::count_of<detail::is_pipeline_part, Parts...> <= 1 && detail::count_of<detail::is_expert_part, Parts...> <= 1 &&
+      detail::count_of<detail::is_recompute, Parts...> <= 1 &&
       detail::count_of<detail::is_precision, Parts...> <= 1;
   static_assert(parts_once,
                 "weft::strategy: a part is given twice. Give each of data_parallel, tensor_parallel, pipeline, "
-                "recompute and precision at most once.");
+                "expert_parallel, recompute and precision at most once.");
 
  private:
   using found = detail::strategy_parts<Mesh, Parts...>;
   using data_part = typename found::data_part;
   using tensor_part = typename found::tensor_part;
   using pipeline_part = typename found::pipeline_part;
+  using expert_part = typename found::expert_part;
 
  public:
   /// Whether data / tensor / pipeline parallelism is written as a part.
   static constexpr bool has_data_parallel = found::has_data;
   static constexpr bool has_tensor_parallel = found::has_tensor;
   static constexpr bool has_pipeline = found::has_pipeline;
+  /// Whether expert parallelism is written as a part.
+  static constexpr bool has_expert_parallel = found::has_expert;
 
   // ---- validation against the mesh: each a named condition ----
   static constexpr bool data_axis_in_mesh = !has_data_parallel || Mesh::template contains<data_part::axis_name>;
@@ -371,6 +400,8 @@ struct strategy {
   static_assert(detail::check_axis_in_mesh<"tensor_parallel", tensor_part::axis_name, tensor_axis_in_mesh>());
   static constexpr bool pipeline_axis_in_mesh = !has_pipeline || Mesh::template contains<pipeline_part::axis_name>;
   static_assert(detail::check_axis_in_mesh<"pipeline", pipeline_part::axis_name, pipeline_axis_in_mesh>());
+  static constexpr bool expert_axis_in_mesh = !has_expert_parallel || Mesh::template contains<expert_part::axis_name>;
+  static_assert(detail::check_axis_in_mesh<"expert_parallel", expert_part::axis_name, expert_axis_in_mesh>());
 
   // Two parts on one axis: reported once, for the first part that shares it.
   static constexpr bool data_axis_alone = !has_data_parallel || found::uses(data_part::axis_name.view()) == 1;
@@ -380,6 +411,9 @@ struct strategy {
   static constexpr bool pipeline_axis_alone = !has_pipeline || found::uses(pipeline_part::axis_name.view()) == 1;
   static_assert(detail::check_axis_once<pipeline_part::axis_name,
                                         pipeline_axis_alone || !data_axis_alone || !tensor_axis_alone>());
+  static constexpr bool expert_axis_alone = !has_expert_parallel || found::uses(expert_part::axis_name.view()) == 1;
+  static_assert(detail::check_axis_once<expert_part::axis_name, expert_axis_alone || !data_axis_alone ||
+                                                                    !tensor_axis_alone || !pipeline_axis_alone>());
 
   static constexpr bool tensor_axis_static =
       !has_tensor_parallel || !tensor_axis_in_mesh || Mesh::template size_of<tensor_part::axis_name> != dynamic;
@@ -387,9 +421,24 @@ struct strategy {
   static constexpr bool pipeline_axis_static =
       !has_pipeline || !pipeline_axis_in_mesh || Mesh::template size_of<pipeline_part::axis_name> != dynamic;
   static_assert(detail::check_axis_static<"pipeline", pipeline_part::axis_name, pipeline_axis_static>());
+  static constexpr bool expert_axis_static =
+      !has_expert_parallel || !expert_axis_in_mesh || Mesh::template size_of<expert_part::axis_name> != dynamic;
+  static_assert(detail::check_axis_static<"expert_parallel", expert_part::axis_name, expert_axis_static>());
 
-  static constexpr bool axes_in_mesh = data_axis_in_mesh && tensor_axis_in_mesh && pipeline_axis_in_mesh;
-  static constexpr bool axes_distinct = data_axis_alone && tensor_axis_alone && pipeline_axis_alone;
+  // Expert parallelism runs beside data parallelism only (expert_parallel_step): its step has
+  // neither tensor-parallel nor pipeline groups, nor ZeRO's sharded states.
+  static constexpr bool expert_parallel_alone = !has_expert_parallel || (!has_tensor_parallel && !has_pipeline);
+  static_assert(expert_parallel_alone,
+                "weft::strategy: expert_parallel cannot be combined with tensor_parallel or pipeline yet. Use "
+                "expert_parallel with data_parallel only, or drop expert_parallel (a mixture of experts then runs "
+                "whole on every rank).");
+  static constexpr bool expert_parallel_without_zero = !has_expert_parallel || data_part::zero_stage == 0;
+  static_assert(expert_parallel_without_zero,
+                "weft::strategy: expert_parallel with ZeRO (zero<1> and above) is not supported yet: its step "
+                "all-reduces whole gradients. Use data_parallel<\"dp\"> or zero<0> beside expert_parallel.");
+
+  static constexpr bool axes_in_mesh = data_axis_in_mesh && tensor_axis_in_mesh && pipeline_axis_in_mesh && expert_axis_in_mesh;
+  static constexpr bool axes_distinct = data_axis_alone && tensor_axis_alone && pipeline_axis_alone && expert_axis_alone;
   // (if constexpr: a consteval call is evaluated even on the dead side of ||)
   static constexpr bool every_axis_used = [] {
     if constexpr (axes_in_mesh && axes_distinct) return found::check_mesh_axes(std::make_index_sequence<Mesh::rank>{});
@@ -405,15 +454,19 @@ struct strategy {
   /// Names of the tensor and pipeline axes ("" when absent).
   static constexpr std::string_view tp_axis = tensor_part::axis_name.view();
   static constexpr std::string_view pp_axis = pipeline_part::axis_name.view();
+  /// Name of the expert-parallel axis ("" when absent).
+  static constexpr std::string_view ep_axis = expert_part::axis_name.view();
 
   /// Tensor-parallel degree (1 when absent).
   static constexpr std::size_t tp = has_tensor_parallel && tensor_axis_static ? found::size_of(tp_axis) : 1;
   /// Pipeline stages (1 when absent).
   static constexpr std::size_t pp = has_pipeline && pipeline_axis_static ? found::size_of(pp_axis) : 1;
+  /// Expert-parallel degree: ranks of an expert group (1 when absent).
+  static constexpr std::size_t ep = has_expert_parallel && expert_axis_static ? found::size_of(ep_axis) : 1;
   /// Data-parallel degree: the axis size, `dynamic` when the world decides, 1 without the axis.
   static constexpr std::size_t dp = dp_axis.empty() ? 1 : found::size_of(dp_axis);
   /// Ranks in the job (`dynamic` when dp is).
-  static constexpr std::size_t world_size = dp == dynamic ? dynamic : dp * tp * pp;
+  static constexpr std::size_t world_size = dp == dynamic ? dynamic : dp * tp * pp * ep;
 
   // ---- the parts' settings ----
   static constexpr std::size_t zero_stage = data_part::zero_stage;
@@ -438,21 +491,24 @@ struct strategy {
 
   /// All checks passed.
   static constexpr bool valid = parts_known && parts_once && axes_in_mesh && axes_distinct && tensor_axis_static &&
-                                pipeline_axis_static && every_axis_used && schedule_ok;
+                                pipeline_axis_static && expert_axis_static && expert_parallel_alone &&
+                                expert_parallel_without_zero && every_axis_used && schedule_ok;
 
   // ---- rank layout ----
   /// Data-parallel degree in a job of `world` ranks (0 when `world` does not fit the mesh).
   static constexpr std::size_t dp_size(std::size_t world) noexcept {
-    if (dp != dynamic) return world == dp * tp * pp ? dp : 0;
-    return world % (tp * pp) == 0 ? world / (tp * pp) : 0;
+    constexpr std::size_t model_ranks = tp * pp * ep;  // ranks of one data-parallel replica
+    if (dp != dynamic) return world == dp * model_ranks ? dp : 0;
+    return world % model_ranks == 0 ? world / model_ranks : 0;
   }
-  /// Mesh coordinates of `rank` when the data-parallel degree is `dp_n`.
+  /// Mesh coordinates of `rank` when the data-parallel degree is `dp_n`:
+  /// rank = ((pp·dp_n + dp)·ep + ep_index)·tp + tp_index.
   static constexpr rank_coords coords(std::size_t rank, std::size_t dp_n) noexcept {
-    return {rank / (tp * dp_n), (rank / tp) % dp_n, rank % tp};
+    return {rank / (tp * ep * dp_n), (rank / (tp * ep)) % dp_n, rank % tp, (rank / tp) % ep};
   }
   /// The rank at mesh coordinates `c` (inverse of coords).
   static constexpr std::size_t rank_of(rank_coords c, std::size_t dp_n) noexcept {
-    return (c.pp * dp_n + c.dp) * tp + c.tp;
+    return ((c.pp * dp_n + c.dp) * ep + c.ep) * tp + c.tp;
   }
 };
 

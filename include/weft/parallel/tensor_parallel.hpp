@@ -37,6 +37,7 @@
 #include "weft/model/tensor_parallel_layers.hpp"    // column/row_parallel_linear, vocab_parallel_*, tp_region
 #include "weft/model/token_embedding.hpp"           // token_embedding
 #include "weft/parallel/pipeline_stage.hpp"         // carried_params
+#include "weft/parallel/state_sections.hpp"         // local_state_sections
 
 #include <array>
 #include <cstddef>
@@ -211,14 +212,14 @@ struct tp_shard<layernorm<C>, TP, SP, R> {
   static_assert(detail::tp_outside<layernorm<C>, R>);
   using type = layernorm<C>;
 };
-// QK-norm's gains are shared by heads on different ranks; their gradients would need a sum
-// over the group inside the region, which the steps do not do: one process only, for now.
+// QK-norm normalises the rank's heads inside the region; its gains are whole on every rank and
+// their gradients summed over the group (model/qk_norm.hpp). Heads not divisible by tp are
+// reported by the causal_attention beside it; the stand-in keeps the region chaining.
 template <std::size_t H, std::size_t KVH, std::size_t D, std::size_t TP, bool SP, bool R>
 struct tp_shard<qk_norm<H, KVH, D>, TP, SP, R> {
-  static constexpr bool single_rank = diag::equal<TP, 1>;
-  static_assert(single_rank, "weft::qk_norm: tensor parallelism of QK-norm is not supported yet (its per-head gains are shared by heads on different ranks). Train a model with qk_norm_attention at tp 1.");
-  // The rank's heads, so that the region around it still chains after the message above.
-  using type = qk_norm<(diag::divisible<H, TP> ? H / TP : H), (diag::divisible<KVH, TP> ? KVH / TP : KVH), D>;
+  static_assert(detail::tp_inside<qk_norm<H, KVH, D>, R>);
+  using type = tensor_parallel_qk_norm<(diag::divisible<H, TP> ? H / TP : H), (diag::divisible<KVH, TP> ? KVH / TP : KVH),
+                                       D, TP, SP>;
 };
 template <std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<bias_free_layernorm<C>, TP, SP, R> {
@@ -285,6 +286,12 @@ constexpr bool strategy_sp() {
   if constexpr (requires { Plan::strategy_type::sequence_parallel; }) return Plan::strategy_type::sequence_parallel;
   else return false;
 }
+// Whether the plan's local arenas hold the optimizer state (false under ZeRO >= 1).
+template <class Plan>
+constexpr bool optimizer_in_arena() {
+  if constexpr (requires { Plan::optimizer_state_in_arena; }) return Plan::optimizer_state_in_arena;
+  else return true;
+}
 template <class Plan>
 constexpr bool has_strategy() {
   if constexpr (requires { Plan::has_strategy; }) return Plan::has_strategy;
@@ -329,6 +336,9 @@ struct tensor_parallel_plan {
   static constexpr std::size_t scratch_count = model::template scratch_count<B, local_seq>;
   static constexpr std::size_t logits_count = rows * vocab_local;
   static constexpr std::size_t loss_work_count = vocab_parallel_cross_entropy_work<rows>;
+  /// The model-state sections (state_sections.hpp): no moments when ZeRO shards them.
+  static constexpr bool optimizer_state_in_arena = detail::optimizer_in_arena<Plan>();
+  static constexpr state_sections state = local_state_sections(param_count, false, optimizer_state_in_arena);
 
   enum section_id : std::size_t {
     params, grads, adam_m, adam_v, kept, logits, scratch, losses, loss_work, tokens, targets, n_sections
@@ -337,7 +347,7 @@ struct tensor_parallel_plan {
       "parameters", "gradients", "adamw m", "adamw v", "kept activations", "logits / dlogits", "workspace",
       "losses", "loss workspace", "token ids", "targets"};
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      param_count, param_count, param_count, param_count, kept_count, logits_count, scratch_count,
+      state.params, state.grads, state.moments, state.moments, kept_count, logits_count, scratch_count,
       rows, loss_work_count, rows, rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
       sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T),

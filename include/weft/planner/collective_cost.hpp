@@ -86,6 +86,13 @@ constexpr double reduce_scatter_seconds(double bytes, std::size_t n, const link_
 constexpr double all_gather_seconds(double bytes, std::size_t n, const link_spec& l) noexcept {
   return reduce_scatter_seconds(bytes, n, l);
 }
+/// Seconds of an all-to-all in which each of `n` ranks holds `bytes` for all of them: it keeps
+/// 1/n and sends (n − 1)/n, one message per peer (pairwise exchange, as NCCL and MPI run it).
+constexpr double all_to_all_seconds(double bytes, std::size_t n, const link_spec& l) noexcept {
+  if (n <= 1 || bytes <= 0) return 0;
+  const double nn = static_cast<double>(n);
+  return (nn - 1) * l.latency + (nn - 1) / nn * bytes / l.bandwidth;
+}
 /// Seconds of one message of `bytes` on link `l`.
 constexpr double p2p_seconds(double bytes, const link_spec& l) noexcept {
   return bytes <= 0 || l.kind == link_kind::none ? 0 : l.latency + bytes / l.bandwidth;

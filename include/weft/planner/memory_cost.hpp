@@ -53,11 +53,12 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   const layer_activation_dims dims{seq, s.micro, md.width, md.heads, md.kv_heads, md.ffn, md.gated, p.element_bytes, md.mask_bytes};
   stage_memory m{};
   m.stage = st;
-  m.params = md.stage_params(st, s.pp, s.tp);
+  m.params = md.stage_params(st, s.pp, s.tp, s.ep);  // E/ep experts per moe_mlp under expert parallelism
   const model_state_bytes ms = zero_model_states(m.params, p.states, s.zero, s.dp);
   m.param_bytes = ms.params;
   m.grad_bytes = ms.grads;
   m.optimizer_bytes = ms.optimizer;
+  m.working_bytes = zero_working_bytes(m.params, p.states, s.zero);
   const std::size_t per_chunk = md.depth / (s.pp * v);
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;

@@ -6,6 +6,7 @@
 // model type through model_partition, so the counts are the plan's; gpt_desc and
 // llama_desc state the same counts for the gpt<> and llama<> families from dimensions
 // (tests/planner/test_model_desc.cpp checks both against model_partition).
+#include "weft/parallel/expert_parallel.hpp"  // ep_facts
 #include "weft/parallel/memory_model.hpp"  // state_bytes, detail::kv_heads_of, detail::ffn_of, detail::dropout_mask_bytes_of
 #include "weft/parallel/partition.hpp"     // model_partition
 #include "weft/parallel/schedule.hpp"      // schedule_kind
@@ -36,15 +37,23 @@ struct model_desc {
   param_count pre{}, block{}, post{};  ///< before the blocks, one block, after the blocks
   std::size_t tied_table = 0;          ///< elements of the embedding table a tied head multiplies by
   std::size_t lookup_params = 0;       ///< parameters only looked up (not multiplied)
+  // ---- mixtures of experts (all 0 for a dense model) ----
+  std::size_t moe_layers = 0;      ///< moe_mlp layers (one per block in moe_gpt / moe_llama)
+  std::size_t expert_params = 0;   ///< elements of all experts of all moe_mlp layers (what expert parallelism splits)
+  std::size_t routed_width = 0;    ///< elements a token sends to its experts, over all layers: Σ top_k · width
 
   constexpr std::size_t params() const noexcept { return pre.total() + depth * block.total() + post.total(); }
   /// Parameter elements one tensor-parallel rank of stage `s` of `pp` holds (model_partition::stage_params).
-  constexpr std::size_t stage_params(std::size_t s, std::size_t pp, std::size_t tp) const noexcept {
+  /// With expert parallelism over `ep` ranks (tp = pp = 1), a rank holds expert_params / ep of the experts.
+  constexpr std::size_t stage_params(std::size_t s, std::size_t pp, std::size_t tp, std::size_t ep = 1) const noexcept {
     std::size_t n = (depth / pp) * block.per_rank(tp);
     if (s == 0) n += pre.per_rank(tp);
     if (s + 1 == pp) n += post.per_rank(tp) + (pp > 1 ? (tied_table + tp - 1) / tp : 0);
+    if (ep > 1) n -= expert_params - expert_params / ep;
     return n;
   }
+  /// Expert parameter elements one of `ep` expert-parallel ranks holds.
+  constexpr std::size_t rank_expert_params(std::size_t ep) const noexcept { return ep > 1 ? expert_params / ep : expert_params; }
   /// Model FLOPs per token of stage `s` before tensor-parallel division (comm_volume's count:
   /// 6 per multiplying parameter, 12·h·s per layer for attention).
   constexpr double stage_flops_per_token(std::size_t s, std::size_t pp, std::size_t seq) const noexcept {
@@ -107,6 +116,9 @@ constexpr model_desc describe() noexcept {
   m.post = {part::post.replicated, part::post.sharded};
   m.tied_table = part::tied_table;
   m.lookup_params = Model::lookup_param_count;
+  m.moe_layers = ep_facts<Model, 1>::moe_layers;
+  m.expert_params = ep_facts<Model, 1>::expert_elements;
+  m.routed_width = ep_facts<Model, 1>::routed_elements;
   return m;
 }
 
@@ -142,7 +154,8 @@ struct strategy_desc {
   std::size_t micro = 1;         ///< sequences per micro-batch (b)
   std::size_t microbatches = 1;  ///< per step (M); with pp == 1, gradient accumulation
   recompute_kind recompute = recompute_kind::none;
-  constexpr std::size_t gpus() const noexcept { return tp * pp * dp; }
+  std::size_t ep = 1;            ///< expert-parallel ranks (beside dp only; the search keeps 1)
+  constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep; }
   friend constexpr bool operator==(const strategy_desc&, const strategy_desc&) = default;
 };
 

@@ -8,6 +8,10 @@
 //   t_rc      = the recomputed forward: all of it (full), the attention core (selective)
 //   t_tp      = 4 all-reduces of (s, b, h) per layer (6 with full recompute; with sequence
 //               parallelism a reduce-scatter + all-gather each) on the tp axis's link
+//   t_ep      = expert parallelism over ep ranks: per micro-batch 4 all-to-alls (dispatch and
+//               combine, forward and backward; 6 with full recompute) of the b·s tokens' routed
+//               rows, b·s·Σ(top_k·h) elements, of which (ep − 1)/ep leave the rank, on the ep
+//               axis's link (comm_volume's ep_bytes)
 //   bubble    = (P − 1)/V · (t_mb + t_rc + t_tp)            (1F1B, interleaved; GPipe V = 1)
 //   p2p       = 2·(M·V + P − 1) messages of (s, b, h)(/t with sp) on the pp axis's link
 //   dp        = the ZeRO stage's collectives on the dp axis's link, minus what hides behind
@@ -17,7 +21,9 @@
 //               updated parameters (ZeRO-1/2) after the optimizer stays exposed
 //   optimizer = the AdamW pass over the rank's owned states, memory-bound
 //   overhead  = data loading, launches, logging (the cluster's step_overhead_seconds)
-//   step      = M·(t_mb + t_rc + t_tp) + bubble + p2p + dp_exposed + optimizer + overhead
+//   step      = M·(t_mb + t_rc + t_tp + t_ep) + bubble + p2p + dp_exposed + optimizer + overhead
+// With expert parallelism the rank holds E/ep experts per layer (memory and optimizer), and
+// data parallelism all-reduces the experts' gradients over dp and the rest over dp·ep ranks.
 //
 // The GEMM shapes per layer and micro-batch (m = b·s tokens, t = tp, d = h/heads):
 //   QKV (m, (h + 2·kv·d)/t, h), scores b·a/t × (s, s, d), context b·a/t × (s, d, s),
@@ -44,11 +50,14 @@ struct job_options {
 };
 
 /// The parts of a step.
-enum class cost_part : unsigned char { compute, recompute, tensor_parallel, bubble, pipeline_p2p, data_parallel, optimizer, overhead };
-inline constexpr std::size_t cost_parts = 8;
+enum class cost_part : unsigned char {
+  compute, recompute, tensor_parallel, expert_parallel, bubble, pipeline_p2p, data_parallel, optimizer, overhead
+};
+inline constexpr std::size_t cost_parts = 9;
 constexpr const char* cost_part_name(cost_part p) noexcept {
-  constexpr const char* names[] = {"compute", "recompute", "tensor-parallel comm", "pipeline bubble",
-                                   "pipeline p2p", "data-parallel comm (exposed)", "optimizer", "data loading and overhead"};
+  constexpr const char* names[] = {"compute", "recompute", "tensor-parallel comm", "expert-parallel all-to-all",
+                                   "pipeline bubble", "pipeline p2p", "data-parallel comm (exposed)", "optimizer",
+                                   "data loading and overhead"};
   return names[static_cast<std::size_t>(p)];
 }
 
@@ -145,15 +154,20 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double per_ar = s.sequence_parallel ? 2 * reduce_scatter_seconds(act, s.tp, tl) : all_reduce_seconds(act, s.tp, tl);
   const double t_tp = (s.recompute == recompute_kind::full ? 6 : 4) * per_ar * layers;
 
+  // ---- expert parallelism: the all-to-alls of the routed rows (ep consecutive groups of tp ranks) ----
+  const link_spec el = axis_link(c, s.ep, s.tp);
+  const double routed = b * sq * static_cast<double>(md.routed_width) * e;  // one dispatch, all moe layers
+  const double t_ep = (s.recompute == recompute_kind::full ? 6 : 4) * all_to_all_seconds(routed, s.ep, el);
+
   // ---- pipeline ----
-  const double per_mb = t_mb + t_rc + t_tp;
+  const double per_mb = t_mb + t_rc + t_tp + t_ep;
   const double bubble = (P - 1) / V * per_mb;
-  const link_spec pl = axis_link(c, s.pp, s.tp * s.dp);
+  const link_spec pl = axis_link(c, s.pp, s.tp * s.ep * s.dp);
   const double p2p = s.pp > 1 ? 2 * (M * V + P - 1) * p2p_seconds(s.sequence_parallel ? act / t : act, pl) : 0;
 
   // ---- data parallelism, and what hides behind backward ----
-  const link_spec dl = axis_link(c, s.dp, s.tp);
-  const double psi = static_cast<double>(md.stage_params(0, s.pp, s.tp));
+  const link_spec dl = axis_link(c, s.dp, s.tp * s.ep);
+  const double psi = static_cast<double>(md.stage_params(0, s.pp, s.tp, s.ep));
   const double gb = psi * static_cast<double>(p.states.grads), pb = psi * static_cast<double>(p.states.params);
   double grad = 0, param = 0, window = 0;  // `window`: compute the gradient (and, ZeRO-3, gather) traffic may hide behind
   const double bwd_last = 2 * fwd * layers / V;  // the last micro-batch's backward through the stage's last chunk
@@ -166,6 +180,10 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
     default:  // gathers for forward and backward prefetched, reduce-scatters behind backward: all compute
       grad = M * reduce_scatter_seconds(gb, s.dp, dl) + M * 2 * all_gather_seconds(pb, s.dp, dl), window = M * 3 * fwd * layers;
       break;
+  }
+  if (s.ep > 1 && s.zero == 0) {  // experts over their dp replicas; the rest over all dp·ep ranks
+    const double ex = static_cast<double>(md.rank_expert_params(s.ep)) * static_cast<double>(p.states.grads);
+    grad = all_reduce_seconds(ex, s.dp, dl) + all_reduce_seconds(gb - ex, s.dp * s.ep, axis_link(c, s.dp * s.ep, s.tp));
   }
   if (!o.overlap_grad_reduce) window = 0;
   // The updated parameters' all-gather (ZeRO-1/2) follows the optimizer: exposed.
@@ -180,6 +198,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   r.items = {cost_item{cost_part::compute, M * t_mb},
              cost_item{cost_part::recompute, M * t_rc},
              cost_item{cost_part::tensor_parallel, M * t_tp, tl.kind},
+             cost_item{cost_part::expert_parallel, M * t_ep, el.kind},
              cost_item{cost_part::bubble, bubble},
              cost_item{cost_part::pipeline_p2p, p2p, pl.kind},
              cost_item{cost_part::data_parallel, dp_exposed, dl.kind},
@@ -193,7 +212,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   }
   for (const cost_item& i : r.items) r.step_seconds += i.seconds;
 
-  const double tokens = static_cast<double>(s.dp * s.microbatches * s.micro * seq);
+  const double tokens = static_cast<double>(s.dp * s.ep * s.microbatches * s.micro * seq);  // every rank of an expert group brings its own
   r.model_flops = md.flops_per_token(seq) * tokens;
   const double rc_per_token = s.recompute == recompute_kind::full
                                   ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total()) + 4 * h * sq)

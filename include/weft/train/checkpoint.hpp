@@ -14,24 +14,49 @@
 //   static void write_config(std::ostream& out)                   the whole config.json
 //   optimizer.safetensors  AdamW moments "m.<name>", "v.<name>" in weft's layout, and in its
 //                          metadata the step count and the data sampler's position
+//   manifest.json          written last: model, structure, step, position, the strategy it was
+//                          saved under, and an FNV-1a 64 of every file header and tensor
+// One engine writes it (namespace detail below): every rank of a distributed save runs it on its
+// own slices (distributed_checkpoint.hpp); save_checkpoint(training_step, ...) runs it in a world
+// of one. load_checkpoint(training_step, ...) verifies the manifest's sizes and checksums when
+// there is one (files from other tools have none).
 // Resuming restores all of it, so the loss curve continues bit for bit. Loading checks the
 // model, every tensor's presence, shape and dtype, and the step first; on error the training
 // step is left unchanged.
-#include "weft/model/structure.hpp"        // structure_of, structure_digest
+#include "weft/comm/communicator.hpp"          // communicator, reduce_op
+#include "weft/comm/single.hpp"                // single_world (a save from one process)
+#include "weft/model/structure.hpp"            // structure_of, structure_digest
+#include "weft/parallel/tensor_parallel.hpp"   // shard_indices
 #include "weft/train/batch_sampler.hpp"     // sampler_state
 #include "weft/train/checkpoint_error.hpp"  // checkpoint_error
 #include "weft/train/safetensors.hpp"       // safetensors_writer, safetensors_file
 #include "weft/train/training_step.hpp"     // training_step
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
 #include <charconv>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <ostream>
+#include <span>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -203,12 +228,11 @@ std::string checked_weight_name(const safetensors_file& f, const param_info& p) 
 
 // load_weights from an open file: checks every tensor first, so that a file that does not fit
 // leaves the parameters untouched.
+// The name in `f` of every parameter, after checking them all and the structure.
 template <class Plan>
-void load_weights_from(training_step<Plan>& st, const safetensors_file& f) {
-  using T = typename Plan::value_type;
+std::vector<std::string> checked_weight_names(const safetensors_file& f) {
   std::vector<std::string> names;
-  names.reserve(st.parameter_infos().size());
-  for (const param_info& p : st.parameter_infos()) names.push_back(checked_weight_name<Plan>(f, p));
+  for (const param_info& p : Plan::parameters()) names.push_back(checked_weight_name<Plan>(f, p));
   // A file weft wrote names the structure it was saved from: another structure is refused even
   // where every tensor fits (a squared-ReLU MLP and a GELU one have the same tensors). Checked
   // after the tensors, so that a tensor of another shape is reported as such.
@@ -220,6 +244,13 @@ void load_weights_from(training_step<Plan>& st, const safetensors_file& f) {
                            (text != md.end() ? " (" + structure_difference(text->second, model_structure_text<Plan>()) + ")"
                                              : std::string()));
   }
+  return names;
+}
+
+template <class Plan>
+void load_weights_from(training_step<Plan>& st, const safetensors_file& f) {
+  using T = typename Plan::value_type;
+  const std::vector<std::string> names = checked_weight_names<Plan>(f);
   std::vector<T> tmp;
   std::size_t i = 0;
   for (const param_info& p : st.parameter_infos()) {
@@ -248,6 +279,665 @@ inline std::uint64_t parse_count(const std::string& text, const std::string& key
 }
 }  // namespace detail
 
+namespace detail {
+// ==== the checkpoint engine: the same code writes a checkpoint from one process or from N ====
+
+// ---- checksums, text ----
+
+inline constexpr std::uint64_t fnv1a64_basis = 0xcbf29ce484222325ull;
+inline std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h = fnv1a64_basis) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+inline std::string hex64(std::uint64_t v) {
+  char s[17];
+  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
+  return s;
+}
+// ---- agreement: every rank learns the first failure, as the same checkpoint_error ----
+
+// Collective. Returns if `error` is empty on every rank; otherwise every rank throws the
+// lowest failing rank's message.
+template <communicator Comm>
+void ckpt_agree(Comm& world, const std::string& error) {
+  std::int32_t lowest = error.empty() ? 0 : world.size() - world.rank();
+  world.all_reduce(std::span<std::int32_t>(&lowest, 1), reduce_op::max);
+  if (lowest == 0) return;
+  const int root = world.size() - lowest;
+  std::int64_t n = world.rank() == root ? static_cast<std::int64_t>(error.size()) : 0;
+  world.broadcast(std::span<std::int64_t>(&n, 1), root);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
+  if (world.rank() == root) std::memcpy(bytes.data(), error.data(), bytes.size());
+  world.broadcast(std::span<std::uint8_t>(bytes), root);
+  throw checkpoint_error(std::string(bytes.begin(), bytes.end()));
+}
+// Runs f; returns the message of what it threw, empty if nothing.
+template <class F>
+std::string ckpt_try(F&& f) {
+  try {
+    f();
+    return {};
+  } catch (const std::exception& e) {
+    std::string s = e.what();
+    std::replace(s.begin(), s.end(), '\n', ' ');
+    return s.empty() ? "weft::checkpoint: unknown error" : s;
+  }
+}
+
+// ---- plain file I/O with one-line errors ----
+
+struct ckpt_fd {
+  int fd = -1;
+  std::string path;
+  ckpt_fd() = default;
+  ckpt_fd(const std::filesystem::path& p, int flags) : fd(::open(p.c_str(), flags | O_CLOEXEC, 0644)), path(p.string()) {
+    if (fd < 0) throw checkpoint_error("weft::checkpoint: cannot open " + path + ": " + std::strerror(errno));
+  }
+  ckpt_fd(const ckpt_fd&) = delete;
+  ckpt_fd& operator=(const ckpt_fd&) = delete;
+  ~ckpt_fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  void pwrite_all(const void* data, std::size_t n, std::uint64_t at) const {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) throw checkpoint_error("weft::save_checkpoint: cannot write " + path + ": " + std::strerror(errno));
+      p += w, n -= static_cast<std::size_t>(w), at += static_cast<std::uint64_t>(w);
+    }
+  }
+  void pread_all(void* data, std::size_t n, std::uint64_t at) const {
+    char* p = static_cast<char*>(data);
+    while (n > 0) {
+      const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(at));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0)
+        throw checkpoint_error("weft::load_checkpoint: " + path + ": cannot read " + std::to_string(n) + " bytes at " +
+                               std::to_string(at) + (r == 0 ? " (truncated file?)" : ": " + std::string(std::strerror(errno))));
+      p += r, n -= static_cast<std::size_t>(r), at += static_cast<std::uint64_t>(r);
+    }
+  }
+  void sync() const {
+    if (::fsync(fd) != 0) throw checkpoint_error("weft::save_checkpoint: cannot fsync " + path + ": " + std::strerror(errno));
+  }
+};
+// Makes a rename inside `dir` durable (best effort: some file systems refuse to fsync a directory).
+inline void ckpt_sync_dir(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    (void)::fsync(fd);
+    ::close(fd);
+  }
+}
+// Writes `text` to dir/name atomically: name.tmp, fsync, rename, fsync dir.
+inline void ckpt_write_small(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
+  const std::filesystem::path tmp = dir / (name + ".tmp"), final_path = dir / name;
+  {
+    ckpt_fd f(tmp, O_WRONLY | O_CREAT | O_TRUNC);
+    f.pwrite_all(text.data(), text.size(), 0);
+    f.sync();
+  }
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0)
+    throw checkpoint_error("weft::save_checkpoint: cannot rename " + tmp.string() + " to " + final_path.string() + ": " +
+                           std::strerror(errno));
+  ckpt_sync_dir(dir);
+}
+inline std::string ckpt_read_small(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw checkpoint_error("weft::load_checkpoint: cannot read " + p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+// FNV-1a 64 of bytes [begin, end) of an open file, read in pieces.
+inline std::uint64_t ckpt_digest(const ckpt_fd& f, std::uint64_t begin, std::uint64_t end) {
+  std::vector<char> buf(std::size_t{1} << 20);
+  std::uint64_t h = fnv1a64_basis;
+  for (std::uint64_t at = begin; at < end;) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - at));
+    f.pread_all(buf.data(), n, at);
+    h = fnv1a64(buf.data(), n, h);
+    at += n;
+  }
+  return h;
+}
+
+// ---- the logical files: names, shapes and byte ranges of every tensor ----
+
+enum class ckpt_kind : std::uint8_t { param, m, v };
+
+struct ckpt_tensor {
+  std::string name;                  // in the file
+  std::string dtype;                 // "F32" / "F64"
+  std::vector<std::int64_t> shape;   // in the file
+  std::uint64_t begin = 0, end = 0;  // absolute byte range in the file
+  bool transposed = false;           // weft (rows, cols) stored (cols, rows)
+  std::size_t rows = 0, cols = 0;
+  std::size_t elem = 0;  // bytes per element
+  // Byte offset in the file of element `i` of the weft-layout tensor.
+  std::uint64_t at(std::size_t i) const {
+    if (!transposed) return begin + static_cast<std::uint64_t>(i) * elem;
+    return begin + (static_cast<std::uint64_t>(i % cols) * rows + i / cols) * elem;
+  }
+};
+struct ckpt_file {
+  std::string name;  // "model.safetensors", "optimizer.safetensors"
+  std::string head;  // the bytes before the data
+  std::uint64_t size = 0;
+  std::vector<ckpt_tensor> tensors;  // model: one per parameter; optimizer: m, v per parameter
+};
+// Index of the tensor for (kind, parameter w) in its file.
+inline std::size_t ckpt_tensor_index(ckpt_kind k, std::size_t w) {
+  return k == ckpt_kind::param ? w : 2 * w + (k == ckpt_kind::v ? 1 : 0);
+}
+
+template <class T>
+constexpr bool ckpt_float_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+// The files a save of `Plan` at `step` writes: the same on every rank (the headers hold step and
+// sampler position, which the caller has made equal everywhere).
+template <class Plan>
+std::array<ckpt_file, 2> ckpt_plan_files(std::uint64_t step, const checkpoint_state& cs) {
+  using T = typename Plan::value_type;
+  using M = typename Plan::model;
+  const auto whole = Plan::parameters();
+  const std::string dtype(st_dtype_name<T>());
+  const auto never = [](safetensors_sink&) {};  // the layout only: write() is never called
+  safetensors_writer mw, ow;
+  for (const param_info& p : whole) {
+    mw.add(export_name<M>(p.name), dtype, export_shape(p), never);
+    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
+    ow.add("m." + p.name, dtype, shape, never);
+    ow.add("v." + p.name, dtype, shape, never);
+  }
+  // The metadata of save_checkpoint (checkpoint.hpp), so that either loader reads either save.
+  mw.set_metadata("format", "pt");
+  mw.set_metadata("weft_model", model_signature<Plan>());
+  mw.set_metadata("weft_structure", model_structure<Plan>());
+  mw.set_metadata("weft_structure_text", model_structure_text<Plan>());
+  mw.set_metadata("step", std::to_string(step));
+  ow.set_metadata("weft_model", model_signature<Plan>());
+  ow.set_metadata("step", std::to_string(step));
+  ow.set_metadata("sampler_seed", std::to_string(cs.sampler.seed));
+  ow.set_metadata("sampler_step", std::to_string(cs.sampler.step));
+  std::array<ckpt_file, 2> files;
+  files[0].name = "model.safetensors";
+  files[1].name = "optimizer.safetensors";
+  const auto fill = [&](ckpt_file& f, const safetensors_writer& w) {
+    const auto l = w.layout();
+    f.head = l.head;
+    f.size = l.size;
+    for (const param_info& p : whole) {
+      const bool model = &f == &files[0];
+      const std::vector<std::string> names =
+          model ? std::vector<std::string>{export_name<M>(p.name)} : std::vector<std::string>{"m." + p.name, "v." + p.name};
+      for (const std::string& n : names) {
+        ckpt_tensor t;
+        t.name = n;
+        t.dtype = dtype;
+        t.shape = model ? export_shape(p) : std::vector<std::int64_t>(p.shape.begin(), p.shape.end());
+        const auto& r = l.tensors.find(n)->second;
+        t.begin = r.first;
+        t.end = r.second;
+        t.transposed = model && p.export_as == export_layout::transposed && p.shape.size() == 2;
+        t.rows = p.shape.empty() ? 1 : p.shape.front();
+        t.cols = p.shape.empty() ? 1 : p.size / t.rows;
+        t.elem = sizeof(T);
+        f.tensors.push_back(std::move(t));
+      }
+    }
+  };
+  fill(files[0], mw);
+  fill(files[1], ow);
+  return files;
+}
+
+// ---- what one rank holds: its local parameter block and where each element belongs ----
+
+template <class T>
+struct ckpt_local {
+  std::vector<param_info> infos;     // the local parameters: single-process names, local offsets
+  std::size_t tp = 1, tp_rank = 0;   // the shard maps' arguments
+  std::vector<char> counted;         // per local element: written by this rank if in its dp shard
+  std::size_t shard_begin = 0, shard_end = 0;  // this dp rank's run of the local block
+  std::span<T> params;               // the local block (every element, every rank)
+  std::span<T> master;               // ZeRO-3: the shard's master copy; empty otherwise
+  std::span<T> m, v;                 // moments: of the whole block, or of the shard (ZeRO >= 1)
+  std::size_t moment_base = 0;       // local element of m[0]
+};
+
+inline std::map<std::string, std::size_t, std::less<>> ckpt_whole_index(const std::vector<param_info>& whole) {
+  std::map<std::string, std::size_t, std::less<>> m;
+  for (std::size_t i = 0; i < whole.size(); ++i) m[whole[i].name] = i;
+  return m;
+}
+// The single-process element of each element of local parameter `p`.
+inline std::vector<std::size_t> ckpt_shard_map(const param_info& whole, const param_info& p, std::size_t tp,
+                                               std::size_t tp_rank) {
+  std::vector<std::size_t> idx = shard_indices(whole, tp, tp_rank);
+  if (idx.size() != p.size)
+    throw checkpoint_error("weft::checkpoint: the shard of '" + p.name + "' has " + std::to_string(p.size) +
+                           " elements but its shard map " + std::to_string(idx.size()));
+  return idx;
+}
+
+// The testing hook of the fault test: WEFT_TEST_CHECKPOINT_KILL="<world rank>:<runs>[:<step>]"
+// makes that rank raise SIGKILL after writing that many runs of its slices (of the save at
+// <step> only, when given): a crash in the middle of a save.
+inline long ckpt_kill_after(int rank, std::uint64_t step) {
+  const char* e = std::getenv("WEFT_TEST_CHECKPOINT_KILL");
+  if (!e) return -1;
+  int r = -1;
+  long n = -1;
+  unsigned long long at = 0;
+  const int got = std::sscanf(e, "%d:%ld:%llu", &r, &n, &at);
+  if (got < 2 || r != rank || (got == 3 && at != step)) return -1;
+  return n;
+}
+
+// Writes this rank's elements of `f` (the kinds it holds) into the open file, coalesced.
+template <class T>
+void ckpt_write_slices(const ckpt_fd& out, const ckpt_file& f, bool model_file, const ckpt_local<T>& v,
+                       const std::vector<param_info>& whole, long& kill_after, int kill_rank) {
+  const auto index = ckpt_whole_index(whole);
+  std::vector<std::pair<std::uint64_t, T>> items;  // (byte offset in the file, value)
+  for (const param_info& p : v.infos) {
+    const std::size_t w = index.at(p.name);
+    const auto idx = ckpt_shard_map(whole[w], p, v.tp, v.tp_rank);
+    const std::size_t b = std::max(p.offset, v.shard_begin), e = std::min(p.offset + p.size, v.shard_end);
+    for (std::size_t x = b; x < e; ++x) {
+      if (!v.counted[x]) continue;
+      const std::size_t logical = idx[x - p.offset];
+      if (model_file) {
+        const T value = v.master.empty() ? v.params[x] : v.master[x - v.shard_begin];
+        items.emplace_back(f.tensors[ckpt_tensor_index(ckpt_kind::param, w)].at(logical), value);
+      } else {
+        items.emplace_back(f.tensors[ckpt_tensor_index(ckpt_kind::m, w)].at(logical), v.m[x - v.moment_base]);
+        items.emplace_back(f.tensors[ckpt_tensor_index(ckpt_kind::v, w)].at(logical), v.v[x - v.moment_base]);
+      }
+    }
+  }
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<T> run;
+  for (std::size_t i = 0; i < items.size();) {
+    std::size_t j = i + 1;
+    while (j < items.size() && items[j].first == items[j - 1].first + sizeof(T)) ++j;
+    run.resize(j - i);
+    for (std::size_t k = i; k < j; ++k) run[k - i] = items[k].second;
+    out.pwrite_all(run.data(), run.size() * sizeof(T), items[i].first);
+    if (kill_after > 0 && --kill_after == 0) {
+      std::fprintf(stderr, "weft: WEFT_TEST_CHECKPOINT_KILL: killing rank %d at unix time %lld in the middle of a save\n",
+                   kill_rank, static_cast<long long>(std::time(nullptr)));
+      std::fflush(stderr);
+      std::raise(SIGKILL);
+    }
+    i = j;
+  }
+}
+
+// ---- the manifest ----
+
+struct ckpt_manifest_tensor {
+  std::string name, dtype, digest;
+  std::vector<std::int64_t> shape;
+};
+struct ckpt_manifest_file {
+  std::string name, head_digest;
+  std::uint64_t bytes = 0;
+  std::vector<ckpt_manifest_tensor> tensors;
+};
+struct ckpt_manifest {
+  std::string model, structure, strategy, config_digest;
+  std::uint64_t step = 0;
+  sampler_state sampler{};
+  std::vector<ckpt_manifest_file> files;
+};
+
+template <class Plan>
+std::string ckpt_strategy_text(std::size_t dp, std::size_t world) {
+  using S = typename Plan::strategy_type;
+  constexpr const char* schedules[] = {"gpipe", "1f1b", "interleaved"};
+  std::string s = "{\"world\": " + std::to_string(world) + ", \"dp\": " + std::to_string(dp) +
+                  ", \"tp\": " + std::to_string(Plan::tp) + ", \"pp\": " + std::to_string(Plan::pp) +
+                  ", \"zero\": " + std::to_string(S::zero_stage) +
+                  ", \"sequence_parallel\": " + (S::sequence_parallel ? "true" : "false");
+  if constexpr (Plan::pp > 1)
+    s += std::string(", \"schedule\": \"") + schedules[static_cast<int>(tag_kind<typename S::schedule_type>::value)] +
+         "\", \"microbatches\": " + std::to_string(S::microbatches) +
+         ", \"chunks\": " + std::to_string(S::schedule_type::chunks);
+  return s + "}";
+}
+
+inline std::string ckpt_manifest_json(const ckpt_manifest& m) {
+  std::string o = "{\n  \"format\": \"weft-checkpoint\",\n  \"version\": 1,\n  \"model\": ";
+  train::detail::append_json_string(o, m.model);
+  o += ",\n  \"structure\": ";
+  train::detail::append_json_string(o, m.structure);
+  o += ",\n  \"step\": " + std::to_string(m.step) + ",\n  \"sampler\": {\"seed\": " + std::to_string(m.sampler.seed) +
+       ", \"step\": " + std::to_string(m.sampler.step) + "},\n  \"rng\": null,\n  \"saved_under\": " + m.strategy +
+       ",\n  \"config\": {\"name\": \"config.json\", \"fnv1a64\": \"" + m.config_digest + "\"},\n  \"files\": [";
+  for (std::size_t i = 0; i < m.files.size(); ++i) {
+    const auto& f = m.files[i];
+    o += std::string(i ? "," : "") + "\n    {\"name\": \"" + f.name + "\", \"bytes\": " + std::to_string(f.bytes) +
+         ", \"header_fnv1a64\": \"" + f.head_digest + "\", \"tensors\": [";
+    for (std::size_t j = 0; j < f.tensors.size(); ++j) {
+      const auto& t = f.tensors[j];
+      o += std::string(j ? "," : "") + "\n      {\"name\": ";
+      train::detail::append_json_string(o, t.name);
+      o += ", \"dtype\": \"" + t.dtype + "\", \"shape\": [";
+      for (std::size_t k = 0; k < t.shape.size(); ++k) o += (k ? ", " : "") + std::to_string(t.shape[k]);
+      o += "], \"fnv1a64\": \"" + t.digest + "\"}";
+    }
+    o += "]}";
+  }
+  return o + "\n  ]\n}\n";
+}
+
+inline ckpt_manifest ckpt_parse_manifest(const std::filesystem::path& file) {
+  namespace td = train::detail;
+  const std::string text = ckpt_read_small(file);
+  const std::string where = "weft::load_checkpoint: " + file.string();
+  td::json_value root;
+  try {
+    root = td::json_parser(text).parse_document();
+  } catch (const td::json_error& e) {
+    throw checkpoint_error(where + ": invalid JSON at byte " + std::to_string(e.offset) + ": " + e.what +
+                           " (truncated or corrupted manifest)");
+  }
+  const auto need = [&](const td::json_value& obj, std::string_view key, td::json_value::kind k) -> const td::json_value& {
+    const td::json_value* v = obj.type == td::json_value::kind::object ? obj.find(key) : nullptr;
+    if (!v || v->type != k)
+      throw checkpoint_error(where + ": '" + std::string(key) + "' is missing or not " + std::string(td::json_kind_name(k)));
+    return *v;
+  };
+  using K = td::json_value::kind;
+  if (need(root, "format", K::string).string != "weft-checkpoint" || need(root, "version", K::integer).magnitude != 1)
+    throw checkpoint_error(where + " is not a version-1 weft checkpoint manifest");
+  ckpt_manifest m;
+  m.model = need(root, "model", K::string).string;
+  m.structure = need(root, "structure", K::string).string;
+  m.step = need(root, "step", K::integer).magnitude;
+  const auto& sampler = need(root, "sampler", K::object);
+  m.sampler.seed = need(sampler, "seed", K::integer).magnitude;
+  m.sampler.step = need(sampler, "step", K::integer).magnitude;
+  m.config_digest = need(need(root, "config", K::object), "fnv1a64", K::string).string;
+  for (const auto& f : need(root, "files", K::array).items) {
+    ckpt_manifest_file mf;
+    mf.name = need(f, "name", K::string).string;
+    mf.bytes = need(f, "bytes", K::integer).magnitude;
+    mf.head_digest = need(f, "header_fnv1a64", K::string).string;
+    for (const auto& t : need(f, "tensors", K::array).items) {
+      ckpt_manifest_tensor mt;
+      mt.name = need(t, "name", K::string).string;
+      mt.dtype = need(t, "dtype", K::string).string;
+      mt.digest = need(t, "fnv1a64", K::string).string;
+      for (const auto& d : need(t, "shape", K::array).items) mt.shape.push_back(static_cast<std::int64_t>(d.magnitude));
+      mf.tensors.push_back(std::move(mt));
+    }
+    m.files.push_back(std::move(mf));
+  }
+  return m;
+}
+
+// ---- reading: this rank's elements, checked, into buffers ----
+
+template <class T>
+struct ckpt_staged {
+  std::vector<T> params, m, v;
+  std::uint64_t step = 0;
+  checkpoint_state state{};
+};
+
+// Reads the elements (pos -> dest) from `f`, coalesced; converts F32/F64 to T.
+template <class T>
+void ckpt_read_runs(const ckpt_fd& f, std::vector<std::pair<std::uint64_t, T*>>& items, std::size_t elem) {
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<unsigned char> buf;
+  for (std::size_t i = 0; i < items.size();) {
+    std::size_t j = i + 1;
+    while (j < items.size() && (items[j].first == items[j - 1].first || items[j].first == items[j - 1].first + elem)) ++j;
+    const std::uint64_t b = items[i].first, e = items[j - 1].first + elem;
+    buf.resize(static_cast<std::size_t>(e - b));
+    f.pread_all(buf.data(), buf.size(), b);
+    for (std::size_t k = i; k < j; ++k) {
+      const unsigned char* p = buf.data() + (items[k].first - b);
+      if (elem == 8) {
+        double d;
+        std::memcpy(&d, p, 8);
+        *items[k].second = static_cast<T>(d);
+      } else {
+        float s;
+        std::memcpy(&s, p, 4);
+        *items[k].second = static_cast<T>(s);
+      }
+    }
+    i = j;
+  }
+}
+
+// Checks what every rank can check alone: the manifest against this model, the files against the
+// manifest (sizes, headers: names, shapes, dtypes). Returns the files' tensor tables.
+template <class Plan>
+std::array<ckpt_file, 2> ckpt_check_files(const std::filesystem::path& dir, const ckpt_manifest& man) {
+  using M = typename Plan::model;
+  const std::string where = "weft::load_checkpoint: " + dir.string();
+  if (man.model != model_signature<Plan>())
+    throw checkpoint_error(where + " holds a different model (" + man.model + "); this program trains " +
+                           model_signature<Plan>());
+  if (man.structure != model_structure<Plan>())
+    throw checkpoint_error(where + " was saved from a model of structure " + man.structure +
+                           ", this program's model has structure " + model_structure<Plan>());
+  const auto whole = Plan::parameters();
+  std::array<ckpt_file, 2> files;
+  files[0].name = "model.safetensors";
+  files[1].name = "optimizer.safetensors";
+  for (ckpt_file& cf : files) {
+    const std::filesystem::path path = dir / cf.name;
+    const ckpt_manifest_file* mf = nullptr;
+    for (const auto& x : man.files)
+      if (x.name == cf.name) mf = &x;
+    if (!mf) throw checkpoint_error(where + "/manifest.json does not list " + cf.name);
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    if (ec) throw checkpoint_error(where + ": " + cf.name + " is missing (" + ec.message() + ")");
+    if (bytes != mf->bytes)
+      throw checkpoint_error("weft::load_checkpoint: " + path.string() + " has " + std::to_string(bytes) +
+                             " bytes, the manifest says " + std::to_string(mf->bytes) + " (truncated or replaced file)");
+    const safetensors_file sf = safetensors_file::open(path);  // validates the header against the size
+    const bool model = &cf == &files[0];
+    cf.size = bytes;
+    cf.head.assign(8 + static_cast<std::size_t>(sf.header_length()), '\0');
+    for (const param_info& p : whole) {
+      std::vector<std::string> names;
+      if (model) names.push_back(export_name<M>(p.name));
+      else names = {"m." + p.name, "v." + p.name};
+      for (const std::string& n : names) {
+        const std::vector<std::int64_t> shape =
+            model ? export_shape(p) : std::vector<std::int64_t>(p.shape.begin(), p.shape.end());
+        if (!sf.contains(n))
+          throw checkpoint_error("weft::load_checkpoint: " + path.string() + " has no tensor '" + n +
+                                 "'; it was saved for another model (this one: " + model_signature<Plan>() + ")");
+        const auto& info = sf.info(n);
+        if (info.shape != shape)
+          throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": tensor '" + n + "' has shape " +
+                                 train::detail::shape_string(info.shape) + ", this model needs " +
+                                 train::detail::shape_string(shape) + " (this model: " + model_signature<Plan>() + ")");
+        if (info.dtype != "F32" && info.dtype != "F64")
+          throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": tensor '" + n + "' has dtype " +
+                                 info.dtype + "; distributed checkpoints hold F32 or F64");
+        ckpt_tensor t;
+        t.name = n;
+        t.dtype = info.dtype;
+        t.shape = shape;
+        t.begin = 8 + sf.header_length() + info.data_begin;
+        t.end = 8 + sf.header_length() + info.data_end;
+        t.transposed = model && p.export_as == export_layout::transposed && p.shape.size() == 2;
+        t.rows = p.shape.empty() ? 1 : p.shape.front();
+        t.cols = p.shape.empty() ? 1 : p.size / t.rows;
+        t.elem = info.dtype == "F64" ? 8 : 4;
+        const ckpt_manifest_tensor* mt = nullptr;
+        for (const auto& x : mf->tensors)
+          if (x.name == n) mt = &x;
+        if (!mt || mt->shape != shape || mt->dtype != info.dtype)
+          throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": tensor '" + n +
+                                 "' does not match the manifest (missing there, or another shape or dtype)");
+        cf.tensors.push_back(std::move(t));
+      }
+    }
+    // The step in the headers: a file of another save is refused.
+    const auto st = sf.metadata().find("step");
+    if (st == sf.metadata().end() || st->second != std::to_string(man.step))
+      throw checkpoint_error("weft::load_checkpoint: " + path.string() + " is of step " +
+                             (st == sf.metadata().end() ? std::string("?") : st->second) + " but the manifest of step " +
+                             std::to_string(man.step) + " (files of different saves)");
+  }
+  return files;
+}
+
+
+// ---- writing one checkpoint directory, from every rank of `world` ----
+
+// What a training_step holds: everything (a world of one).
+template <class Plan>
+ckpt_local<typename Plan::value_type> ckpt_local_of(const training_step<Plan>& st) {
+  ckpt_local<typename Plan::value_type> v;
+  v.infos = st.parameter_infos();
+  v.params = st.params();
+  v.counted.assign(v.params.size(), 1);
+  v.shard_end = v.params.size();
+  v.m = st.adam_m();
+  v.v = st.adam_v();
+  return v;
+}
+
+// Collective over `world`: writes step `n`'s checkpoint files into the existing directory `dir`
+// — model.safetensors, optimizer.safetensors, config.json, then manifest.json — each rank its
+// own slices of `local`. Every file goes to "<name>.tmp" first; rank 0 renames them once all are
+// written, fsynced and checksummed, and writes the manifest last. `cs` and `strategy` (the
+// manifest's saved_under) must be the same on every rank. Failures: a checkpoint_error on every rank.
+template <class Plan, communicator Comm>
+void ckpt_write_files(Comm& world, const ckpt_local<typename Plan::value_type>& local, const std::filesystem::path& dir,
+                      std::uint64_t n, const checkpoint_state& cs, const std::string& strategy) {
+  namespace fs = std::filesystem;
+  const auto files = ckpt_plan_files<Plan>(n, cs);
+  const auto tmp = [&](const std::string& name) { return dir / (name + ".tmp"); };
+
+  // 1. Rank 0: the headers, the files at their full size (no data yet), config.json.
+  ckpt_agree(world, world.rank() != 0 ? std::string() : ckpt_try([&] {
+    for (const auto& f : files) {
+      ckpt_fd out(tmp(f.name), O_WRONLY | O_CREAT | O_TRUNC);
+      if (::ftruncate(out.fd, static_cast<off_t>(f.size)) != 0)
+        throw checkpoint_error("weft::save_checkpoint: cannot size " + out.path + ": " + std::strerror(errno));
+      out.pwrite_all(f.head.data(), f.head.size(), 0);
+    }
+    write_hf_config<Plan>(tmp("config.json"));
+  }));
+
+  // 2. Every rank: its slices, then fsync.
+  const auto whole = Plan::parameters();
+  ckpt_agree(world, ckpt_try([&] {
+    long kill_after = ckpt_kill_after(world.rank(), n);
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      ckpt_fd out(tmp(files[i].name), O_WRONLY);
+      ckpt_write_slices(out, files[i], i == 0, local, whole, kill_after, world.rank());
+      out.sync();
+    }
+  }));
+
+  // 3. Checksums, in parallel: tensor i by rank i mod N, the headers and config.json by rank 0.
+  std::size_t count = 0;
+  for (const auto& f : files) count += f.tensors.size();
+  std::vector<std::int64_t> digests(count + files.size() + 1, 0);
+  ckpt_agree(world, ckpt_try([&] {
+    std::size_t i = 0;
+    for (std::size_t fi = 0; fi < files.size(); ++fi) {
+      ckpt_fd in(tmp(files[fi].name), O_RDONLY);
+      for (const auto& t : files[fi].tensors) {
+        if (static_cast<int>(i % static_cast<std::size_t>(world.size())) == world.rank())
+          digests[i] = static_cast<std::int64_t>(ckpt_digest(in, t.begin, t.end));
+        ++i;
+      }
+      if (world.rank() == 0)
+        digests[count + fi] = static_cast<std::int64_t>(fnv1a64(files[fi].head.data(), files[fi].head.size()));
+    }
+    if (world.rank() == 0) {
+      const std::string config = ckpt_read_small(tmp("config.json"));
+      digests[count + files.size()] = static_cast<std::int64_t>(fnv1a64(config.data(), config.size()));
+    }
+  }));
+  world.all_reduce(std::span<std::int64_t>(digests), reduce_op::sum);  // one rank gave each, the others 0
+
+  // 4. Rank 0: the files under their names, the manifest last.
+  ckpt_agree(world, world.rank() != 0 ? std::string() : ckpt_try([&] {
+    ckpt_manifest m;
+    m.model = model_signature<Plan>();
+    m.structure = model_structure<Plan>();
+    m.strategy = strategy;
+    m.step = n;
+    m.sampler = cs.sampler;
+    m.config_digest = hex64(static_cast<std::uint64_t>(digests[count + files.size()]));
+    std::size_t i = 0;
+    for (std::size_t fi = 0; fi < files.size(); ++fi) {
+      ckpt_manifest_file mf;
+      mf.name = files[fi].name;
+      mf.bytes = files[fi].size;
+      mf.head_digest = hex64(static_cast<std::uint64_t>(digests[count + fi]));
+      for (const auto& t : files[fi].tensors)
+        mf.tensors.push_back({t.name, t.dtype, hex64(static_cast<std::uint64_t>(digests[i++])), t.shape});
+      m.files.push_back(std::move(mf));
+    }
+    {
+      ckpt_fd cfg(tmp("config.json"), O_RDONLY);
+      cfg.sync();
+    }
+    // An older manifest goes first: it would not describe the new files.
+    std::error_code ec;
+    fs::remove(dir / "manifest.json", ec);
+    for (const std::string name : {"model.safetensors", "optimizer.safetensors", "config.json"})
+      if (::rename(tmp(name).c_str(), (dir / name).c_str()) != 0)
+        throw checkpoint_error("weft::save_checkpoint: cannot rename " + tmp(name).string() + ": " + std::strerror(errno));
+    ckpt_sync_dir(dir);
+    ckpt_write_small(dir, "manifest.json", ckpt_manifest_json(m));
+  }));
+}
+
+// Checks the files of `dir` against its manifest.json (sizes and checksums), if it has one.
+inline void ckpt_verify_against_manifest(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "manifest.json", ec)) return;
+  const ckpt_manifest man = ckpt_parse_manifest(dir / "manifest.json");
+  for (const auto& mf : man.files) {
+    const std::filesystem::path path = dir / mf.name;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    if (ec || bytes != mf.bytes)
+      throw checkpoint_error("weft::load_checkpoint: " + path.string() + " has " + (ec ? std::string("no") : std::to_string(bytes)) +
+                             " bytes, the manifest says " + std::to_string(mf.bytes) + " (truncated or replaced file)");
+    const safetensors_file sf = safetensors_file::open(path);
+    const ckpt_fd in(path, O_RDONLY);
+    if (hex64(ckpt_digest(in, 0, 8 + sf.header_length())) != mf.head_digest)
+      throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": the header's checksum does not match the manifest (corrupted file)");
+    for (const auto& t : mf.tensors) {
+      if (!sf.contains(t.name)) throw checkpoint_error("weft::load_checkpoint: " + path.string() + " has no tensor '" + t.name + "'");
+      const auto& info = sf.info(t.name);
+      const std::uint64_t at = 8 + sf.header_length();
+      if (hex64(ckpt_digest(in, at + info.data_begin, at + info.data_end)) != t.digest)
+        throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": tensor '" + t.name +
+                               "' does not match its checksum in the manifest (corrupted file)");
+    }
+  }
+  const std::string config = ckpt_read_small(dir / "config.json");
+  if (hex64(fnv1a64(config.data(), config.size())) != man.config_digest)
+    throw checkpoint_error("weft::load_checkpoint: " + (dir / "config.json").string() +
+                           " does not match its checksum in the manifest (corrupted file)");
+}
+
+}  // namespace detail
+
 /// Writes the parameters alone to one safetensors file (Hugging Face names and layouts).
 template <class Plan>
 void save_weights(const training_step<Plan>& st, const std::filesystem::path& file) {
@@ -263,27 +953,20 @@ void load_weights(training_step<Plan>& st, const std::filesystem::path& file) {
   detail::load_weights_from(st, safetensors_file::open(file));
 }
 
-/// Saves parameters, config, optimizer state and position into directory `dir` (created).
+/// Saves parameters, config, optimizer state, position and manifest.json into directory `dir`
+/// (created): the code every rank of a distributed save runs (distributed_checkpoint.hpp), in a
+/// world of one. Each file is written under a temporary name and renamed; the manifest is last.
 template <class Plan>
 void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path& dir, const checkpoint_state& cs = {}) {
   using T = typename Plan::value_type;
+  static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
+                "weft::save_checkpoint: checkpoints hold f32 or f64 plans (not precision<bf16, f32> yet). Use precision<float> or precision<double>.");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw checkpoint_error("weft::save_checkpoint: cannot create " + dir.string() + " (" + ec.message() + ")");
-  // The step in both files tells a torn save (a crash between the two writes) on load.
-  detail::save_weights_with(st, dir / "model.safetensors", {{"step", std::to_string(st.step_count())}});
-  detail::write_hf_config<Plan>(dir / "config.json");
-  safetensors_writer w;
-  for (const param_info& p : st.parameter_infos()) {
-    const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
-    w.add("m." + p.name, detail::st_dtype_name<T>(), shape, st.adam_m().data() + p.offset, p.size * sizeof(T));
-    w.add("v." + p.name, detail::st_dtype_name<T>(), shape, st.adam_v().data() + p.offset, p.size * sizeof(T));
-  }
-  w.set_metadata("weft_model", detail::model_signature<Plan>());
-  w.set_metadata("step", std::to_string(st.step_count()));
-  w.set_metadata("sampler_seed", std::to_string(cs.sampler.seed));
-  w.set_metadata("sampler_step", std::to_string(cs.sampler.step));
-  w.write(dir / "optimizer.safetensors");
+  single_world world;
+  detail::ckpt_write_files<Plan>(world, detail::ckpt_local_of(st), dir, st.step_count(), cs,
+                                 "{\"world\": 1, \"dp\": 1, \"tp\": 1, \"pp\": 1, \"zero\": 0, \"sequence_parallel\": false}");
 }
 
 /// Restores what save_checkpoint wrote; returns the saved position for the data sampler.
@@ -335,6 +1018,10 @@ checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem:
     throw checkpoint_error("weft::load_checkpoint: " + dir.string() + ": model.safetensors is of step " + ms->second +
                            " but optimizer.safetensors of step " + std::to_string(step) +
                            " (an interrupted save?)");
+  // Written by save_checkpoint with a manifest: sizes and checksums too (all checks above first,
+  // so that a file of another model is reported as such).
+  detail::checked_weight_names<Plan>(model);
+  detail::ckpt_verify_against_manifest(dir);
   detail::load_weights_from(st, model);  // checks all its tensors before writing any
   for (const param_info& p : st.parameter_infos()) {
     opt.read_as("m." + p.name, std::span<T>(st.adam_m().data() + p.offset, p.size));

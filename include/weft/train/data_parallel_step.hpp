@@ -3,18 +3,34 @@
 // Each rank of the data-parallel group runs the same local training step on its rows of the
 // global batch; gradients are averaged across the group. ZeRO (Rajbhandari et al. 2020):
 //   zero<0>  gradients all-reduced in buckets of `bucket_bytes`, each started (non-blocking)
-//            during the last micro-batch's backward as soon as its gradients are final;
+//            during the last micro-batch's backward as soon as its gradients are final, at
+//            most buckets_in_flight (2) at once (the MPI library holds a temporary per bucket);
 //            every rank updates every parameter (optimizer state replicated)
 //   zero<1>  same reduction; each rank keeps the AdamW moments of its shard only, updates its
-//            shard, and the shards are all-gathered into the parameters
-//   zero<2>  gradients reduce-scattered (each rank gets the sum of its shard only)
+//            shard, and the shards are all-gathered into the parameters (sent from the
+//            consumed gradient shard: no send buffer of its own)
+//   zero<2>  gradients reduce-scattered after backward, in pieces of `bucket_bytes` (each rank
+//            gets the sum of its shard only)
 //   zero<3>  parameters sharded too: the rank's shard is the master copy, all-gathered into
 //            the working parameters before each step's forward
 // Shards are contiguous runs of the parameter block, as even as the count allows.
+// Memory (issue #7): from zero<1> on, the shard vectors below (moments, and the gradient and
+// master shards) are the only copy: the local step is built on zero_local_plan_t<Plan, Zero>,
+// whose arena has no master or moment sections (state_sections.hpp), and a local step that
+// still holds them is rejected at compile time. The arena keeps the whole parameter and
+// gradient blocks (backward writes the whole gradient; ZeRO-3 gathers the whole model before
+// forward): memory_model's working_bytes. resident_bytes() is what a rank holds, and
+// plan<>::memory_per_rank predicts it (tests/mpi/memory_per_rank.cpp).
 // Equivalence: N steps give the losses and parameters of one process running the whole
 // global batch (dp · micro · grad_accum sequences), up to the order of floating-point sums.
+// Skipped steps: a loss or gradient norm that is not finite on any rank, or a step the caller's
+// `accept(loss, grad_norm)` rejects, skips the update on every rank together. The decision is
+// collective — the loss flags are summed over the data-parallel group and then over the
+// model-parallel ranks, the norm is already global — so no rank updates while another does
+// not; the step count and learning rate stay where they were (training_step.hpp).
 #include "weft/comm/communicator.hpp"    // communicator, reduce_op
 #include "weft/model/layer.hpp"          // grad_ready_hook
+#include "weft/ops/accumulate.hpp"       // accumulate (fault injection)
 #include "weft/ops/adamw.hpp"            // adamw_step
 #include "weft/ops/clip.hpp"             // clip
 #include "weft/ops/copy.hpp"             // copy
@@ -25,13 +41,24 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <concepts>
 #include <cstddef>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace weft {
+
+namespace detail {
+// Whether a local step's arena holds the AdamW moments (false when built for ZeRO >= 1).
+template <class Local>
+constexpr bool holds_optimizer_state() {
+  if constexpr (requires { Local::optimizer_state_in_arena; }) return Local::optimizer_state_in_arena;
+  else return true;
+}
+}  // namespace detail
 
 /// Data parallelism with ZeRO stage `Zero` for `Plan` over the data-parallel group `Comm`.
 /// `Local` is what one model-parallel rank computes: training_step<Plan> (the default), or a
@@ -44,10 +71,15 @@ namespace weft {
 /// micro-batch itself, scales gradients by 1/(rows·microbatches·dp) and returns its mean loss.
 /// A local step may also name runs of its parameter block that the global norm skips
 /// (`norm_skipped()`, e.g. a pipeline's copy of a tied embedding); ZeRO-1..3 skip them too.
-template <class Plan, class Comm, std::size_t Zero = 0, class Local = training_step<Plan>>
+template <class Plan, class Comm, std::size_t Zero = 0, class Local = training_step<zero_local_plan_t<Plan, Zero>>>
   requires communicator<Comm>
 class data_parallel_step {
   static_assert(Zero <= 3, "weft::data_parallel_step: ZeRO stages are 0, 1, 2 and 3. Use zero<0> to zero<3>.");
+  // Under ZeRO >= 1 the shards below are the only optimizer state: a local arena with moments
+  // of its own would be dead weight (and one without them cannot run zero<0>'s update).
+  static constexpr bool local_holds_optimizer = detail::holds_optimizer_state<Local>();
+  static constexpr bool optimizer_state_once = (Zero == 0) == local_holds_optimizer;
+  static_assert(optimizer_state_once, "weft::data_parallel_step: the local step's arena and the ZeRO stage disagree on who holds the optimizer state. Build the local step on zero_local_plan_t<Plan, Zero> (or on a plan whose strategy has data_parallel<..., zero<Zero>>).");
 
  public:
   using T = typename Plan::value_type;
@@ -76,7 +108,6 @@ class data_parallel_step {
     if constexpr (Zero >= 1) {
       m_.assign(shard_size_, T{0});
       v_.assign(shard_size_, T{0});
-      send_.assign(shard_size_, T{0});
       // Decay runs of this rank's shard, from the model's parameter groups.
       for (const auto& g : local_.parameter_groups()) {
         const std::size_t b = std::max(g.offset, shard_begin_), e = std::min(g.offset + g.size, shard_begin_ + shard_size_);
@@ -90,8 +121,9 @@ class data_parallel_step {
                      p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
     }
     // ---- buckets over the parameter block, reduced last-first as backward finishes them ----
+    const std::size_t per = std::max<std::size_t>(1, bucket_bytes / sizeof(T));
+    piece_ = per;
     if constexpr (Zero <= 1) {
-      const std::size_t per = std::max<std::size_t>(1, bucket_bytes / sizeof(T));
       for (std::size_t end = P; end > 0;) {
         const std::size_t begin = end > per ? end - per : 0;
         buckets_.push_back({begin, end});
@@ -110,14 +142,37 @@ class data_parallel_step {
   std::size_t shard_begin() const { return shard_begin_; }
   std::size_t shard_size() const { return shard_size_; }
   std::size_t buckets() const { return buckets_.size(); }
+  /// This rank's shard of the AdamW moments and (ZeRO-3) of the master parameters: offsets
+  /// [shard_begin(), shard_begin() + shard_size()) of local().params(). Empty below the stage
+  /// that shards them (zero<0> keeps the moments in the local step's arena).
+  std::span<T> moments_m() { return m_; }
+  std::span<T> moments_v() { return v_; }
+  std::span<T> master_shard() { return master_; }
+  std::span<const T> moments_m() const { return m_; }
+  std::span<const T> moments_v() const { return v_; }
+  std::span<const T> master_shard() const { return master_; }
+  /// Bytes this rank holds for training: the local step's arena and the shard vectors (moments,
+  /// gradient shard, master shard), by capacity. Compare with plan<>::memory_per_rank.
+  std::size_t resident_bytes() const {
+    const std::size_t shards = m_.capacity() + v_.capacity() + grad_shard_.capacity() + master_.capacity();
+    return local_.resident_bytes() + shards * sizeof(T);
+  }
   /// Buckets whose reduction started before backward ended, in the last step.
   std::size_t buckets_overlapped() const { return overlapped_; }
   std::size_t step_count() const { return local_.step_count(); }
 
+  /// Steps skipped so far (the same count on every rank).
+  std::size_t skipped_steps() const { return skipped_; }
+
   /// One optimizer step. `fill(tokens, targets)` writes this rank's rows of each micro-batch.
-  template <class Fill>
-  step_metrics step(Fill&& fill) {
+  /// `accept(loss, grad_norm)` is asked, on every rank, before the update of a finite step; the
+  /// step updates only if it holds on every rank.
+  template <class Fill, class Accept = update_always>
+    requires std::predicate<Accept&, double, double>
+  step_metrics step(Fill&& fill, Accept&& accept = {}) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double fault = local_.options().fault ? local_.options().fault(calls_) : 1.0;  // tests only
+    ++calls_;
     if constexpr (Zero == 3) gather_parameters();
     auto grads = local_.grads();
     ops::zero(local_.context(), grads.data(), grads.size());
@@ -128,28 +183,53 @@ class data_parallel_step {
       k = Local::microbatches;
       next_bucket_ = 0;
       overlapped_ = 0;
-      loss_sum = local_.forward_backward(fill, dp_) * static_cast<double>(k);
+      loss_sum = local_.forward_backward(fill, dp_) * static_cast<double>(k) * fault;
+      if (fault != 1.0) {  // tests only: the schedule scaled its gradients itself; g += (fault - 1) g
+        auto g = local_.grads();
+        ops::accumulate(local_.context(), g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
+      }
     } else {
       k = local_.options().grad_accum;
-      const T scale = static_cast<T>(1.0 / static_cast<double>(Plan::rows * k * dp_));
+      const T scale = static_cast<T>(fault / static_cast<double>(Plan::rows * k * dp_));
       for (std::size_t i = 0; i < k; ++i) {
         fill(local_.tokens(), local_.targets());
+        if constexpr (requires { local_.upload_batch(); }) local_.upload_batch();  // a device arena's copy
         reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
         next_bucket_ = 0;
         overlapped_ = 0;
-        loss_sum += local_.accumulate(scale);
+        loss_sum += local_.accumulate(scale) * fault;
         reducing_ = false;
       }
     }
     finish_reduction();
 
     step_metrics m;
-    m.grad_norm = clip();
-    m.lr = update();
+    m.grad_norm = global_norm();
+    // {loss, this rank's non-finite flag}, summed over the group: a NaN loss anywhere makes the
+    // sum NaN, the flag says so explicitly. Then over the model-parallel ranks (no-op alone).
+    double local_loss = loss_sum / static_cast<double>(k);
+    double red[2] = {local_loss, std::isfinite(local_loss) && std::isfinite(m.grad_norm) ? 0.0 : 1.0};
+    group_.all_reduce(std::span<double>(red, 2), reduce_op::sum);
+    m.loss = red[0] / static_cast<double>(dp_);
+    m.nonfinite = local_.model_parallel_sum(red[1]) != 0;  // the same on every rank
+    m.skipped = m.nonfinite;
+    if constexpr (!std::is_same_v<std::remove_cvref_t<Accept>, update_always>) {
+      if (!m.skipped) {  // every rank asks (a guard keeps the same history everywhere), all agree
+        double reject = accept(m.loss, m.grad_norm) ? 0.0 : 1.0;
+        group_.all_reduce(std::span<double>(&reject, 1), reduce_op::sum);
+        m.skipped = local_.model_parallel_sum(reject) != 0;
+      }
+    }
+    if (m.skipped) {
+      ++skipped_;
+      m.lr = local_.options().schedule.at(local_.step_count(), local_.options().optimizer.lr);
+    } else {
+      auto g = owned_grads();
+      ops::clip(local_.context(), g.data(), g.size(), m.grad_norm, local_.options().grad_clip);
+      m.lr = update();
+    }
+    m.skipped_total = skipped_;
     m.step = local_.step_count();
-    double loss = loss_sum / static_cast<double>(k);
-    group_.all_reduce(std::span<double>(&loss, 1), reduce_op::sum);
-    m.loss = loss / static_cast<double>(dp_);
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.tokens_per_second = static_cast<double>(Plan::rows * k * dp_) / m.seconds;
     m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
@@ -185,6 +265,10 @@ class data_parallel_step {
     }
   }
   void start_bucket(std::size_t b) {
+    // At most buckets_in_flight reductions at once: an MPI library holds a temporary of each
+    // in-flight bucket's size (Open MPI's non-blocking all-reduce does), so unbounded the whole
+    // gradient block would be held twice. Waiting for an earlier bucket changes no sum.
+    if (b >= buckets_in_flight) requests_[b - buckets_in_flight].wait();
     const auto g = local_.grads().subspan(buckets_[b].begin, buckets_[b].end - buckets_[b].begin);
     requests_[b] = group_.iall_reduce(g, reduce_op::sum);
   }
@@ -194,7 +278,23 @@ class data_parallel_step {
       while (next_bucket_ < buckets_.size()) start_bucket(next_bucket_++);  // whatever backward did not start
       for (auto& r : requests_) r.wait();
     } else {
-      group_.reduce_scatter_v(std::span<const T>(local_.grads()), std::span<T>(grad_shard_), counts_);
+      // In pieces of bucket_bytes, so that the library's temporaries are a piece, not the
+      // whole block: piece [a, e) gives each rank the part of its shard inside it. Each element
+      // is still summed over the same ranks by one reduce-scatter.
+      const auto g = local_.grads();
+      std::vector<int>& cnt = piece_counts_;
+      cnt.resize(dp_);
+      for (std::size_t a = 0; a < P; a += piece_) {
+        const std::size_t e = std::min(P, a + piece_);
+        for (std::size_t r = 0; r < dp_; ++r) {
+          const std::size_t b0 = std::clamp(offsets_[r], a, e), e0 = std::clamp(offsets_[r] + counts_[r], a, e);
+          cnt[r] = static_cast<int>(e0 - b0);
+        }
+        const std::size_t lo = std::max(a, shard_begin_), n = static_cast<std::size_t>(cnt[rank_]);
+        group_.reduce_scatter_v(std::span<const T>(g.data() + a, e - a),
+                                std::span<T>(grad_shard_.data() + (n > 0 ? lo - shard_begin_ : 0), n),
+                                std::span<const int>(cnt));
+      }
     }
   }
 
@@ -205,11 +305,11 @@ class data_parallel_step {
     else return local_.grads();
   }
 
-  // Global L2 norm, then scale to the clip. Sharded gradients sum their squares over the group.
-  double clip() {
-    auto g = owned_grads();
+  // Global L2 norm (the same on every rank). Sharded gradients sum their squares over the group.
+  double global_norm() {
     double sq = 0;
     if constexpr (Zero >= 1) {
+      auto g = owned_grads();
       // g covers [shard_begin_, shard_begin_ + shard_size_) of the parameter block.
       auto add = [&](std::size_t b, std::size_t e) {
         sq = ops::sum_squares_continue(local_.context(), sq, g.data() + (b - shard_begin_), e - b);
@@ -227,9 +327,7 @@ class data_parallel_step {
     } else {
       sq = local_.grad_norm_squared();  // all gradients are here; the local step knows its replicas
     }
-    const double norm = std::sqrt(sq);
-    ops::clip(local_.context(), g.data(), g.size(), norm, local_.options().grad_clip);
-    return norm;
+    return std::sqrt(sq);
   }
 
   double update() {
@@ -248,10 +346,13 @@ class data_parallel_step {
                                           static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
       }
       if constexpr (Zero <= 2) {
-        // Every rank's updated shard into everyone's parameters.
+        // Every rank's updated shard into everyone's parameters. The send buffer is the
+        // gradient shard just consumed (no buffer of its own): an MPI all-gather may not
+        // read from the buffer it writes.
         auto p = local_.params();
-        ops::copy(local_.context(), send_.data(), p.data() + shard_begin_, shard_size_);
-        group_.all_gather_v(std::span<const T>(send_), p, counts_);
+        const auto send = owned_grads();
+        ops::copy(local_.context(), send.data(), p.data() + shard_begin_, shard_size_);
+        group_.all_gather_v(std::span<const T>(send), p, counts_);
       }
       return lr;
     }
@@ -264,12 +365,16 @@ class data_parallel_step {
   std::vector<int> counts_;
   std::vector<std::size_t> offsets_;
   std::size_t shard_begin_ = 0, shard_size_ = 0;
-  std::vector<T> m_, v_, send_, grad_shard_, master_;
+  std::vector<T> m_, v_, grad_shard_, master_;  // shard-sized: the only copy of what ZeRO shards
   std::vector<typename local_step::group> shard_groups_;
   std::vector<range> buckets_;
   std::vector<typename Comm::request> requests_;
+  static constexpr std::size_t buckets_in_flight = 2;
+  std::size_t piece_ = 1;          // elements of one reduce-scatter piece (ZeRO-2/3)
+  std::vector<int> piece_counts_;  // each rank's share of the current piece
   std::size_t next_bucket_ = 0, overlapped_ = 0;
   bool reducing_ = false;
+  std::size_t calls_ = 0, skipped_ = 0;  // step() calls, skipped steps
 };
 
 }  // namespace weft

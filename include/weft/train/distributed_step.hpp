@@ -10,10 +10,12 @@
 #include "weft/parallel/plan.hpp"               // plan
 #include "weft/train/batch_source.hpp"          // batch_source, fill_from
 #include "weft/train/data_parallel_step.hpp"    // data_parallel_step
+#include "weft/train/expert_parallel_step.hpp"  // expert_parallel_step
 #include "weft/train/pipeline_step.hpp"         // pipeline_step
 #include "weft/train/tensor_parallel_step.hpp"  // tensor_parallel_step
 #include "weft/train/training_step.hpp"         // training_step
 
+#include <concepts>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -44,6 +46,9 @@ template <class Plan, class Comm>
 class distributed_step {
  public:
   using strategy_type = typename Plan::strategy_type;
+  // Its groups have no expert-parallel axis: an ep plan runs as expert_parallel_step.
+  static constexpr bool without_experts = !strategy_type::has_expert_parallel;
+  static_assert(without_experts, "weft::distributed_step: the plan's strategy has expert_parallel, which this step does not run. Build the step with make_training_step<Plan>(world) (it returns expert_parallel_step for such a plan).");
   using local_step = detail::local_step_t<Plan, Comm>;
   static constexpr std::size_t tp = Plan::tp, pp = Plan::pp;
 
@@ -76,6 +81,22 @@ class distributed_step {
   step_metrics step(Fill&& fill) {
     return step_.step(fill);
   }
+  /// The same, with `accept(loss, grad_norm)` asked before the update (a spike_guard): the step
+  /// updates only if every rank accepts; a non-finite step is skipped without asking.
+  template <batch_source<Plan::B * Plan::S> Source, class Accept>
+    requires std::predicate<Accept&, double, double>
+  step_metrics step(Source& source, Accept&& accept) {
+    auto fill = fill_from(source);
+    return step_.step(fill, accept);
+  }
+  template <class Fill, class Accept>
+    requires(!batch_source<std::remove_cvref_t<Fill>, Plan::B * Plan::S> && std::predicate<Accept&, double, double>)
+  step_metrics step(Fill&& fill, Accept&& accept) {
+    return step_.step(fill, accept);
+  }
+  /// Steps skipped so far (non-finite or not accepted; the same on every rank).
+  std::size_t skipped_steps() const { return step_.skipped_steps(); }
+  std::size_t step_count() const { return step_.step_count(); }
   /// Mean loss over `batches` micro-batches of a batch source (or a fill callable).
   template <batch_source<Plan::B * Plan::S> Source>
   double evaluate(Source& source, std::size_t batches) {
@@ -118,12 +139,46 @@ class distributed_step {
   data_parallel_step<Plan, Comm, strategy_type::zero_stage, local_step> step_;
 };
 
+namespace detail {
+// The step of a plan: expert_parallel_step when its strategy has expert_parallel<> (ep ranks
+// exchange routed rows, so the communicator needs all_to_all), distributed_step otherwise.
+// After the message below: a stand-in, so that no second error follows it.
+template <class Comm>
+struct no_expert_step {
+  no_expert_step(Comm&, const train_options&) {}
+};
+template <bool Exchanges, class Plan, class Comm>
+struct ep_step_or {
+  using type = no_expert_step<Comm>;
+};
+template <class Plan, class Comm>
+struct ep_step_or<true, Plan, Comm> {
+  using type = expert_parallel_step<Plan, Comm>;
+};
+template <class Plan, class Comm>
+struct training_step_for {
+  using type = distributed_step<Plan, Comm>;
+};
+template <class Plan, class Comm>
+  requires(Plan::strategy_type::has_expert_parallel)
+struct training_step_for<Plan, Comm> {
+  static constexpr bool exchanges = all_to_all_communicator<Comm>;
+  static_assert(exchanges, "weft::make_training_step: expert_parallel needs a communicator with all_to_all and all_to_all_v (mpi_communicator has them). Run the plan over mpi::world, or drop expert_parallel.");
+  using type = typename ep_step_or<exchanges, Plan, Comm>::type;
+};
+}  // namespace detail
+
+/// The step make_training_step<Plan> returns for a world of type `Comm`: distributed_step, or
+/// expert_parallel_step for a strategy with expert_parallel<"ep">.
+template <class Plan, class Comm>
+using training_step_for_t = typename detail::training_step_for<Plan, Comm>::type;
+
 /// The training step `Plan`'s strategy asks for, on the ranks of `world` (DESIGN's entry point):
 /// `auto step = make_training_step<plan_t>(world, options);` (returned in place, never moved).
 template <class Plan, class Comm>
   requires communicator<Comm>
-distributed_step<Plan, Comm> make_training_step(Comm& world, train_options options = {}) {
-  return distributed_step<Plan, Comm>(world, options);
+training_step_for_t<Plan, Comm> make_training_step(Comm& world, train_options options = {}) {
+  return training_step_for_t<Plan, Comm>(world, options);
 }
 
 }  // namespace weft

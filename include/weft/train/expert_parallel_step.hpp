@@ -12,14 +12,24 @@
 // (world · grad_accum of them): a mean over every token. Initialisation gives each rank its
 // slice of the whole model's experts (the same values a single process would draw), so a run is
 // comparable to the single process step by step (tests/mpi/ep_model_equivalence.cpp).
-// Not a strategy part yet: plan<> does not know an expert-parallel axis; this step is given ep.
+// Two ways to build it:
+//   * from a plan whose strategy has expert_parallel<"ep"> (strategy<mesh<axis<"dp">, axis<"ep", 2>>,
+//     expert_parallel<"ep">, data_parallel<"dp">>): plan<> maps the model's moe_mlp layers to
+//     ep_moe_mlp<…, ep> itself, and make_training_step<Plan>(world) returns this step, built with
+//     (world, options); a world that does not fit the mesh ends every rank with one line, status 2;
+//   * by hand, from a plan of a model already built with ep_moe_mlp<Moe, ep>, with (world, ep, options).
+// Ranks: rank w is expert rank w % ep of data replica w / ep (strategy.hpp's order with tp = pp = 1);
+// every rank reads its own rows: data shard data_rank() of data_shards() = the world size.
 #include "weft/comm/all_to_all.hpp"            // all_to_all_communicator
+#include "weft/comm/check.hpp"                 // collective_check
 #include "weft/comm/expert_group_adapter.hpp"  // expert_group_adapter
 #include "weft/model/aux_loss.hpp"             // aux_losses
 #include "weft/model/ep_moe_mlp.hpp"           // is_expert_parameter, bind_expert_group
 #include "weft/ops/clip.hpp"                   // clip
 #include "weft/ops/fill.hpp"                   // zero
 #include "weft/ops/sum_squares.hpp"            // sum_squares
+#include "weft/parallel/strategy.hpp"          // rank_coords
+#include "weft/train/batch_source.hpp"         // batch_source, fill_from
 #include "weft/train/training_step.hpp"        // training_step, train_options, step_metrics
 
 #include <chrono>
@@ -27,6 +37,9 @@
 #include <cstddef>
 #include <span>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace weft {
@@ -65,6 +78,11 @@ class expert_parallel_step {
     }
   }
 
+  /// From the plan's strategy (expert_parallel<"ep"> with data parallelism): ep is the mesh's.
+  explicit expert_parallel_step(Comm& world, train_options options = {})
+    requires(Plan::has_strategy && Plan::strategy_type::has_expert_parallel)
+      : expert_parallel_step(world, checked_ep(world), options) {}
+
   expert_parallel_step(const expert_parallel_step&) = delete;  // its group refers to its own communicator
   expert_parallel_step& operator=(const expert_parallel_step&) = delete;
 
@@ -73,8 +91,51 @@ class expert_parallel_step {
   Comm& data_comm() { return dp_comm_; }
   std::size_t expert_rank() const { return static_cast<std::size_t>(world_.rank()) % ep_; }
 
+  // ---- the interface of distributed_step (make_training_step returns either) ----
+  /// This rank's place in the mesh: {pp 0, dp replica, tp 0, expert rank}.
+  rank_coords coords() const {
+    const std::size_t w = static_cast<std::size_t>(world_.rank());
+    return {0, w / ep_, 0, w % ep_};
+  }
+  /// Data-parallel replicas (the mesh's dp axis): the world over ep.
+  std::size_t dp_size() const { return static_cast<std::size_t>(world_.size()) / ep_; }
+  /// Every rank brings its own tokens (the ranks of an expert group too): this rank reads data
+  /// shard data_rank() of data_shards(), its world rank of the world size.
+  std::size_t data_rank() const { return static_cast<std::size_t>(world_.rank()); }
+  std::size_t data_shards() const { return static_cast<std::size_t>(world_.size()); }
+  std::size_t step_count() const { return step_.step_count(); }
+
+  /// One optimizer step from a batch source (one next() per micro-batch of this rank).
+  template <batch_source<Plan::B * Plan::S> Source>
+  step_metrics step(Source& source) {
+    auto fill = fill_from(source);
+    return step(fill);
+  }
+  /// `operator()` is `step`, as distributed_step's.
+  template <class Source>
+  step_metrics operator()(Source&& source) {
+    return step(std::forward<Source>(source));
+  }
+  /// Mean loss over `batches` micro-batches per rank, over every rank's (forward only; a collective).
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    double sum[1] = {0};
+    {
+      bind_expert_group bound(group_);
+      if constexpr (batch_source<std::remove_cvref_t<Fill>, Plan::B * Plan::S>) {
+        auto f = fill_from(fill);
+        sum[0] = step_.evaluate(f, batches) * static_cast<double>(batches);
+      } else {
+        sum[0] = step_.evaluate(fill, batches) * static_cast<double>(batches);
+      }
+    }
+    world_.all_reduce(std::span<double>(sum), reduce_op::sum);
+    return batches ? sum[0] / static_cast<double>(batches * static_cast<std::size_t>(world_.size())) : 0.0;
+  }
+
   /// One optimizer step; `fill(tokens, targets)` writes each of this rank's micro-batches.
   template <class Fill>
+    requires(!batch_source<std::remove_cvref_t<Fill>, Plan::B * Plan::S>)
   step_metrics step(Fill&& fill) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t k = step_.options().grad_accum, world = static_cast<std::size_t>(world_.size());
@@ -114,6 +175,17 @@ class expert_parallel_step {
   }
 
  private:
+  // The strategy's ep, after every rank agreed that the world fits the mesh (dp · ep ranks).
+  static std::size_t checked_ep(Comm& world) {
+    using S = typename Plan::strategy_type;
+    const std::size_t n = S::dp_size(static_cast<std::size_t>(world.size()));
+    collective_check(world, n != 0,
+                     "weft::expert_parallel_step: the world has " + std::to_string(world.size()) +
+                         " ranks, which the mesh cannot use (ep " + std::to_string(S::ep) +
+                         " x dp). Launch a multiple of " + std::to_string(S::ep) + " ranks (mpirun -np N).",
+                     2);
+    return S::ep;
+  }
   static Comm split_ep(Comm& world, std::size_t ep) {
     if (ep == 0 || static_cast<std::size_t>(world.size()) % ep != 0)
       throw std::invalid_argument("weft::expert_parallel_step: the world size is not a multiple of ep. Run ep x dp ranks.");

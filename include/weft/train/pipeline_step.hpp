@@ -14,7 +14,8 @@
 // proof. Messages are tagged by what they carry: (activation or gradient, micro-batch, virtual
 // stage that consumes it), unique within a step.
 //
-// Memory: parameters, gradients and AdamW moments of the stage's chunks, back to back in one
+// Memory: parameters, gradients and AdamW moments of the stage's chunks (no moments under ZeRO
+// >= 1: data_parallel_step keeps them in shards, see state_sections.hpp), back to back in one
 // block (parameter_infos() names them with their global names), and activation *slots*: one
 // per activation set the stage holds at once — the schedule simulation's peak, not M (1F1B on
 // stage s holds P - s). A slot is taken when its input arrives (recv_act; forward on the first
@@ -53,6 +54,7 @@
 #include "weft/parallel/pipeline_stage.hpp"  // pipeline_stage, pipeline_stage_t
 #include "weft/parallel/recompute.hpp"       // with_recompute_t
 #include "weft/parallel/schedule.hpp"        // schedule_tag, schedule_v, schedule_report_v
+#include "weft/parallel/state_sections.hpp"  // local_state_sections
 #include "weft/parallel/tensor_parallel.hpp" // tp_shard_t, gather_shards
 #include "weft/train/tensor_parallel_step.hpp"  // initialise_shards
 #include "weft/train/training_step.hpp"      // train_options, step_metrics, initialise_parameters
@@ -256,6 +258,8 @@ class pipeline_step {
   static constexpr std::size_t stages = P, microbatches = M, chunks = Schedule::chunks;
   static constexpr std::size_t virtual_stages = P * chunks;
   static constexpr std::size_t tp = TP;
+  /// False under ZeRO >= 1: data_parallel_step holds the moments in shards, the arena none.
+  static constexpr bool optimizer_state_in_arena = detail::optimizer_in_arena<Plan>();
   static constexpr std::size_t vocab_local = vocab / (TP > 0 ? TP : 1);  ///< logits per row on a tp rank
   static_assert(TP >= 1, "weft::pipeline_step: tp is 0. Use a tensor-parallel degree of at least 1.");
   static constexpr bool sequence_parallel = SP && TP > 1;
@@ -307,6 +311,7 @@ class pipeline_step {
   // ---- the memory of one stage (byte offsets in its arena, fixed by the types) ----
   struct stage_layout {
     std::size_t param_count = 0;                 // elements of the stage's parameter block
+    std::size_t moment_count = 0;                // elements of each moment section (0 under ZeRO)
     std::array<std::size_t, chunks> chunk_base{};  // element offset of each chunk's block
     std::size_t slots = 0;                       // activation sets held at once
     std::size_t x = 0, y = 0, dx = 0, kept = 0;  // elements of each part of a slot
@@ -339,10 +344,13 @@ class pipeline_step {
       at += detail::align_bytes(bytes);
       return o;
     };
-    l.params_at = take(l.param_count * t);
-    l.grads_at = take(l.param_count * t);
-    l.m_at = take(l.param_count * t);
-    l.v_at = take(l.param_count * t);
+    // The model-state sections (state_sections.hpp): no moments when ZeRO shards them.
+    const state_sections st = local_state_sections(l.param_count, false, optimizer_state_in_arena);
+    l.moment_count = st.moments;
+    l.params_at = take(st.params * t);
+    l.grads_at = take(st.grads * t);
+    l.m_at = take(st.moments * t);
+    l.v_at = take(st.moments * t);
     l.slots_at = take(l.slots * l.slot_bytes);
     l.scratch_at = take(l.scratch * t);
     l.losses_at = take(rows * t);
@@ -435,10 +443,21 @@ class pipeline_step {
   // ---- what data_parallel_step and checkpoints use ----
   std::size_t stage() const { return stage_; }
   const stage_layout& layout() const { return layout_; }
+  /// Bytes of the arena this stage allocated (bytes_of_stage(stage())).
+  std::size_t resident_bytes() const { return layout_.bytes; }
   std::span<T> params() const { return {at<T>(layout_.params_at), layout_.param_count}; }
   std::span<T> grads() const { return {at<T>(layout_.grads_at), layout_.param_count}; }
-  std::span<T> adam_m() const { return {at<T>(layout_.m_at), layout_.param_count}; }
-  std::span<T> adam_v() const { return {at<T>(layout_.v_at), layout_.param_count}; }
+  /// The AdamW moments of the stage (only when the arena holds them: not under ZeRO >= 1).
+  std::span<T> adam_m() const
+    requires optimizer_state_in_arena
+  {
+    return {at<T>(layout_.m_at), layout_.moment_count};
+  }
+  std::span<T> adam_v() const
+    requires optimizer_state_in_arena
+  {
+    return {at<T>(layout_.v_at), layout_.moment_count};
+  }
   /// Token ids and targets of micro-batch `mb` (filled on the first and the last stage).
   std::span<std::int32_t, rows> tokens(std::size_t mb = 0) const {
     return std::span<std::int32_t, rows>{at<std::int32_t>(layout_.tokens_at) + mb * rows, rows};
@@ -537,7 +556,9 @@ class pipeline_step {
   }
 
   /// AdamW on the stage's parameter groups with this step's learning rate; advances the step count.
-  double apply_optimizer() {
+  double apply_optimizer()
+    requires optimizer_state_in_arena
+  {
     return detail::adamw_over_groups(ctx_, options_, step_, params().data(), grads().data(), adam_m().data(),
                                            adam_v().data(), groups_);
   }

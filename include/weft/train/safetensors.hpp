@@ -649,6 +649,31 @@ class safetensors_writer {
   /// Number of tensors added.
   std::size_t size() const { return entries_.size(); }
 
+  /// The file write() would produce, without its data: `head` is its first bytes (the 8-byte
+  /// header length and the JSON header), `tensors` maps each name to its [begin, end) byte
+  /// range in the file, `size` is the file's length. Processes that each hold part of the
+  /// tensors can size the file and write their parts at these places (distributed_checkpoint.hpp).
+  struct file_layout {
+    std::string head;
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>, std::less<>> tensors;
+    std::uint64_t size = 0;
+  };
+  file_layout layout() const {
+    const std::vector<const entry*> order = data_order();
+    const std::string header = make_header(order);
+    file_layout l;
+    const std::uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) l.head.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+    l.head += header;
+    std::uint64_t at = l.head.size();
+    for (const entry* e : order) {
+      l.tensors[e->name] = {at, at + e->bytes};
+      at += e->bytes;
+    }
+    l.size = at;
+    return l;
+  }
+
   /// Writes the file: `path + ".tmp"` first, fsync, then rename over `path`, so `path`
   /// holds either its old content or the complete new file, never a partial one.
   void write(const std::filesystem::path& path) const {
@@ -658,18 +683,7 @@ class safetensors_writer {
     tmp += ".tmp";
     const std::string tmp_str = tmp.string();
 
-    // Data order as in the reference: larger elements first, then by name; the data section
-    // starts 8-aligned, so every tensor starts aligned to its element size.
-    std::vector<const entry*> order;
-    order.reserve(entries_.size());
-    for (const entry& e : entries_) order.push_back(&e);
-    std::ranges::sort(order, [](const entry* a, const entry* b) {
-      const std::uint32_t aa = std::max<std::uint32_t>(a->dtype->bits, 8);
-      const std::uint32_t ba = std::max<std::uint32_t>(b->dtype->bits, 8);
-      if (aa != ba) return aa > ba;
-      return a->name < b->name;
-    });
-
+    const std::vector<const entry*> order = data_order();
     const std::string header = make_header(order);
     if (header.size() > d::max_header_bytes)
       throw checkpoint_error("weft::safetensors_writer: " + d::st_quote(path_str) + ": header of " +
@@ -732,6 +746,21 @@ class safetensors_writer {
   [[noreturn]] static void fail_tensor(std::string_view name, const std::string& problem) {
     throw checkpoint_error("weft::safetensors_writer: tensor " + train::detail::st_quote(name) + ": " +
                            problem + ".");
+  }
+
+  // Data order as in the reference: larger elements first, then by name; the data section
+  // starts 8-aligned, so every tensor starts aligned to its element size.
+  std::vector<const entry*> data_order() const {
+    std::vector<const entry*> order;
+    order.reserve(entries_.size());
+    for (const entry& e : entries_) order.push_back(&e);
+    std::ranges::sort(order, [](const entry* a, const entry* b) {
+      const std::uint32_t aa = std::max<std::uint32_t>(a->dtype->bits, 8);
+      const std::uint32_t ba = std::max<std::uint32_t>(b->dtype->bits, 8);
+      if (aa != ba) return aa > ba;
+      return a->name < b->name;
+    });
+    return order;
   }
 
   // A checked entry, not yet added.

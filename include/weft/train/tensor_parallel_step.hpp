@@ -66,6 +66,10 @@ class tensor_parallel_step {
   using T = typename Plan::value_type;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
   static constexpr std::size_t vocab_local = local_plan::vocab_local;
+  /// False under ZeRO >= 1 (data_parallel_step holds the optimizer state in shards).
+  static constexpr bool optimizer_state_in_arena = local_plan::optimizer_state_in_arena;
+  /// Bytes of the arena this step allocated (local_plan::bytes_per_rank).
+  static constexpr std::size_t resident_bytes() { return local_plan::bytes_per_rank; }
   using context_type = host_context;  ///< where its ops run
   using frame_type = frame<T, B, local_plan::local_seq, model, context_type>;
 
@@ -113,8 +117,17 @@ class tensor_parallel_step {
   }
   std::span<T> params() const { return {section(local_plan::params), local_plan::param_count}; }
   std::span<T> grads() const { return {section(local_plan::grads), local_plan::param_count}; }
-  std::span<T> adam_m() const { return {section(local_plan::adam_m), local_plan::param_count}; }
-  std::span<T> adam_v() const { return {section(local_plan::adam_v), local_plan::param_count}; }
+  /// The AdamW moments of the shard (only when the arena holds them: not under ZeRO >= 1).
+  std::span<T> adam_m() const
+    requires local_plan::optimizer_state_in_arena
+  {
+    return {section(local_plan::adam_m), local_plan::state.moments};
+  }
+  std::span<T> adam_v() const
+    requires local_plan::optimizer_state_in_arena
+  {
+    return {section(local_plan::adam_v), local_plan::state.moments};
+  }
   /// The whole micro-batch's (batch, seq) ids: the same on every rank of the tp group.
   std::span<std::int32_t, rows> tokens() const { return std::span<std::int32_t, rows>{section<std::int32_t>(local_plan::tokens), rows}; }
   std::span<std::int32_t, rows> targets() const { return std::span<std::int32_t, rows>{section<std::int32_t>(local_plan::targets), rows}; }
@@ -251,7 +264,9 @@ class tensor_parallel_step {
   }
 
   /// AdamW on this rank's shard with this step's learning rate; advances the step count.
-  double apply_optimizer() {
+  double apply_optimizer()
+    requires local_plan::optimizer_state_in_arena
+  {
     return detail::adamw_over_groups(ctx_, options_, step_, section(local_plan::params), section(local_plan::grads),
                                            section(local_plan::adam_m), section(local_plan::adam_v), groups_);
   }

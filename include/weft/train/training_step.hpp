@@ -4,7 +4,12 @@
 // micro-batches of forward, fused softmax-cross-entropy and backward, then global-norm clipping
 // and AdamW. Nothing is allocated per step. Deterministic given the seed: parameters are
 // initialised per name (independent of layout), and the host ops reduce in a fixed order.
+// A step whose loss or gradient norm is not finite (NaN, inf) does not update anything: no
+// optimizer step, no step count, no learning-rate advance; the next step retries with the next
+// batch (step_metrics::skipped). An optional predicate `accept(loss, grad_norm)` (a spike_guard,
+// train/stability.hpp) may reject a finite step the same way.
 #include "weft/exec/context.hpp"        // host_context
+#include "weft/exec/memory.hpp"         // context_buffer, copy_to_context, copy_from_context
 #include "weft/model/layer.hpp"          // frame, param_info
 #include "weft/ops/adamw.hpp"            // adamw_step
 #include "weft/ops/cast.hpp"             // cast
@@ -22,7 +27,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <concepts>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <new>
 #include <span>
@@ -40,6 +47,11 @@ struct train_options {
   float grad_clip = 1.0f;       ///< global gradient-norm clip; <= 0 disables
   std::size_t grad_accum = 1;   ///< micro-batches per optimizer step
   std::uint64_t seed = 1337;    ///< parameter initialisation
+  /// Fault injection, for tests of the stability guards: called at the start of each step with
+  /// the number of steps this rank ran before it (skipped ones included); the result multiplies
+  /// this rank's loss and gradients. 1 (or no hook) is a normal step; NaN makes the step
+  /// non-finite, a large factor makes a spike.
+  std::function<double(std::size_t call)> fault{};
 };
 
 /// What one step reports.
@@ -51,6 +63,17 @@ struct step_metrics {
   double seconds = 0;
   double tokens_per_second = 0;
   double gflops = 0;          ///< achieved, PaLM's FLOP count
+  /// The optimizer did not update: the loss or gradient norm was not finite (on any rank), or
+  /// the step's `accept` predicate rejected it. Parameters, moments and the step count are as
+  /// before the step; `lr` is the rate the next update will use; gradients are not clipped.
+  bool skipped = false;
+  bool nonfinite = false;        ///< skipped because the loss or the gradient norm is NaN or inf
+  std::size_t skipped_total = 0; ///< skipped steps of this step object so far, this one included
+};
+
+/// The default `accept` of a step: every finite step updates.
+struct update_always {
+  constexpr bool operator()(double, double) const noexcept { return true; }
 };
 
 namespace detail {
@@ -99,8 +122,12 @@ void initialise_parameters(std::span<T> params, const std::vector<param_info>& i
   }
 }
 
-/// The training step of `Plan` on the host.
-template <class Plan>
+/// The training step of `Plan`, its ops run by an execution context: the host (default), or a
+/// device backend's (training_step<Plan, cuda::cuda_context>, backend/cuda/ops.cuh). Where the
+/// context's memory is not the host's, the arena lives there and tokens()/targets() are host
+/// buffers copied to it before each micro-batch; params()/grads() then point into that memory
+/// (copy_params_to_host reads them).
+template <class Plan, class Ctx = host_context>
 class training_step {
  public:
   using plan_type = Plan;
@@ -111,17 +138,18 @@ class training_step {
   /// Per-token losses: float when T is narrower.
   using L = typename Plan::loss_type;
   static constexpr bool mixed_precision = Plan::mixed_precision;
+  /// False under ZeRO >= 1 (data_parallel_step holds the optimizer state in shards).
+  static constexpr bool optimizer_state_in_arena = Plan::optimizer_state_in_arena;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
-  using context_type = host_context;  ///< where its ops run
+  using context_type = Ctx;  ///< where its ops run
   using frame_type = frame<T, B, S, model, context_type>;
+  /// Whether the host reads the arena directly (else tokens and parameters are copied).
+  static constexpr bool host_arena = host_execution_context<Ctx>;
 
   training_step(training_step&&) noexcept = default;
-  explicit training_step(train_options options = {})
-      : options_(options),
-        arena_(static_cast<std::byte*>(::operator new[](Plan::bytes_per_rank, std::align_val_t{64}))),
-        infos_(Plan::parameters()) {
+  explicit training_step(train_options options = {}, Ctx ctx = {})
+      : options_(options), ctx_(ctx), arena_(ctx_, Plan::bytes_per_rank), infos_(Plan::parameters()) {
     if (options_.grad_accum == 0) throw std::invalid_argument("weft::training_step: grad_accum is 0. Use at least 1 micro-batch per step.");
-    std::memset(arena_.get(), 0, Plan::bytes_per_rank);  // touch every page now, not during the first step
     // Decay and no-decay runs of the parameter block, merged where adjacent.
     for (const auto& p : infos_) {
       if (!groups_.empty() && groups_.back().decay == p.decay && groups_.back().offset + groups_.back().size == p.offset)
@@ -129,10 +157,19 @@ class training_step {
       else
         groups_.push_back({p.offset, p.size, p.decay});
     }
-    if constexpr (mixed_precision) {
+    if constexpr (!host_arena) {
+      staged_tokens_.resize(rows);
+      staged_targets_.resize(rows);
+      initialise_through_host();
+    } else if constexpr (mixed_precision && Plan::optimizer_state_in_arena) {
       // The master weights are initialised; the T parameters are their rounded copy.
       initialise_parameters(master(), infos_, options_.seed);
       ops::cast(ctx_, section(Plan::params), section<M>(Plan::master), Plan::param_count);
+    } else if constexpr (mixed_precision) {
+      // No master section (ZeRO keeps the optimizer state in shards): the same rounded values.
+      std::vector<M> master_values(Plan::param_count);
+      initialise_parameters(std::span<M>(master_values), infos_, options_.seed);
+      ops::cast(ctx_, section(Plan::params), master_values.data(), Plan::param_count);
     } else {
       initialise_parameters(params(), infos_, options_.seed);
     }
@@ -143,18 +180,53 @@ class training_step {
   U* section(typename Plan::section_id s) const { return reinterpret_cast<U*>(arena_.get() + Plan::offsets[s]); }
   std::span<T> params() const { return {section(Plan::params), Plan::param_count}; }
   std::span<T> grads() const { return {section(Plan::grads), Plan::param_count}; }
-  std::span<M> adam_m() const { return {section<M>(Plan::adam_m), Plan::param_count}; }
-  std::span<M> adam_v() const { return {section<M>(Plan::adam_v), Plan::param_count}; }
-  /// The optimizer's copy of the parameters (mixed precision only; empty otherwise).
-  std::span<M> master() const { return {section<M>(Plan::master), mixed_precision ? Plan::param_count : 0}; }
-  std::span<std::int32_t, rows> tokens() const { return std::span<std::int32_t, rows>{section<std::int32_t>(Plan::tokens), rows}; }
-  std::span<std::int32_t, rows> targets() const { return std::span<std::int32_t, rows>{section<std::int32_t>(Plan::targets), rows}; }
+  /// The AdamW moments (only when the arena holds them: not under ZeRO >= 1, whose moments are
+  /// data_parallel_step's shards).
+  std::span<M> adam_m() const
+    requires Plan::optimizer_state_in_arena
+  {
+    return {section<M>(Plan::adam_m), Plan::state.moments};
+  }
+  std::span<M> adam_v() const
+    requires Plan::optimizer_state_in_arena
+  {
+    return {section<M>(Plan::adam_v), Plan::state.moments};
+  }
+  /// The optimizer's copy of the parameters (mixed precision without ZeRO only; empty otherwise).
+  std::span<M> master() const { return {section<M>(Plan::master), Plan::state.master}; }
+  /// The micro-batch's token ids and targets, written by the host (a host copy when the arena is
+  /// device memory: upload_batch() moves it there, as step() and evaluate() do).
+  std::span<std::int32_t, rows> tokens() const {
+    if constexpr (host_arena) return std::span<std::int32_t, rows>{section<std::int32_t>(Plan::tokens), rows};
+    else return std::span<std::int32_t, rows>{const_cast<std::int32_t*>(staged_tokens_.data()), rows};
+  }
+  std::span<std::int32_t, rows> targets() const {
+    if constexpr (host_arena) return std::span<std::int32_t, rows>{section<std::int32_t>(Plan::targets), rows};
+    else return std::span<std::int32_t, rows>{const_cast<std::int32_t*>(staged_targets_.data()), rows};
+  }
+  /// Moves tokens()/targets() into the arena (nothing to do when the host owns it).
+  void upload_batch() const {
+    if constexpr (!host_arena) {
+      copy_to_context(ctx_, section<std::int32_t>(Plan::tokens), staged_tokens_.data(), rows * sizeof(std::int32_t));
+      copy_to_context(ctx_, section<std::int32_t>(Plan::targets), staged_targets_.data(), rows * sizeof(std::int32_t));
+    }
+  }
+  /// The parameters, copied to a host vector (a checkpoint's or a comparison's view).
+  std::vector<T> copy_params_to_host() const {
+    std::vector<T> out(Plan::param_count);
+    copy_from_context(ctx_, out.data(), section(Plan::params), out.size() * sizeof(T));
+    return out;
+  }
   std::span<T> logits() const { return {section(Plan::logits), Plan::logits_count}; }
   const std::vector<param_info>& parameter_infos() const { return infos_; }
+  /// Bytes of the arena this step allocated (Plan::bytes_per_rank).
+  static constexpr std::size_t resident_bytes() { return Plan::bytes_per_rank; }
   const train_options& options() const { return options_; }
   const context_type& context() const { return ctx_; }
   train_options& options() { return options_; }
   std::size_t step_count() const { return step_; }
+  /// Steps skipped (non-finite, or rejected by their `accept`) by step() so far.
+  std::size_t skipped_steps() const { return skipped_; }
   /// Called during backward as gradients become final (see grad_ready_hook); {} to stop.
   void set_grad_ready(grad_ready_hook hook) { grad_ready_ = hook; }
   /// The contiguous runs of parameters with and without weight decay.
@@ -204,21 +276,35 @@ class training_step {
   }
 
   /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids.
-  template <class Fill>
-  step_metrics step(Fill&& fill) {
+  /// `accept(loss, grad_norm)` is asked before the update of a finite step; false skips it.
+  template <class Fill, class Accept = update_always>
+    requires std::predicate<Accept&, double, double>
+  step_metrics step(Fill&& fill, Accept&& accept = {}) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double fault = options_.fault ? options_.fault(calls_) : 1.0;
+    ++calls_;
     ops::zero(ctx_, section(Plan::grads), Plan::param_count);
     const std::size_t k = options_.grad_accum;
-    const auto scale = static_cast<ops::compute_t<T>>(1.0 / static_cast<double>(rows * k));
+    const auto scale = static_cast<ops::compute_t<T>>(fault / static_cast<double>(rows * k));
     double loss_sum = 0;
     for (std::size_t i = 0; i < k; ++i) {
       fill(tokens(), targets());
+      upload_batch();
       loss_sum += accumulate(scale);
     }
     step_metrics m;
-    m.loss = loss_sum / static_cast<double>(k);
-    m.grad_norm = clip_gradients();
-    m.lr = apply_optimizer();
+    m.loss = loss_sum / static_cast<double>(k) * fault;
+    m.grad_norm = std::sqrt(grad_norm_squared());
+    m.nonfinite = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
+    m.skipped = m.nonfinite || !accept(m.loss, m.grad_norm);
+    if (m.skipped) {
+      ++skipped_;
+      m.lr = options_.schedule.at(step_, options_.optimizer.lr);
+    } else {
+      ops::clip(ctx_, section(Plan::grads), Plan::param_count, m.grad_norm, options_.grad_clip);
+      m.lr = apply_optimizer();
+    }
+    m.skipped_total = skipped_;
     m.step = step_;
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     m.tokens_per_second = static_cast<double>(rows * k) / m.seconds;
@@ -239,7 +325,9 @@ class training_step {
   }
 
   /// AdamW on every parameter group with this step's learning rate; advances the step count.
-  double apply_optimizer() {
+  double apply_optimizer()
+    requires Plan::optimizer_state_in_arena
+  {
     if constexpr (mixed_precision) {
       // The f32 master and moments are updated in f32 from the T gradients; the T parameters
       // are written from the new master in the same pass (one rounding).
@@ -268,18 +356,39 @@ class training_step {
     double sum = 0;
     for (std::size_t i = 0; i < batches; ++i) {
       fill(tokens(), targets());
+      upload_batch();
       sum += loss();
     }
     return batches ? sum / static_cast<double>(batches) : 0.0;
   }
 
  private:
+  // A device arena: the initial values are computed on the host (the same values, per name, as
+  // a host arena gets) and copied in; the T parameters are the master's rounded copy.
+  void initialise_through_host() {
+    if constexpr (mixed_precision) {
+      std::vector<M> master_values(Plan::param_count);
+      initialise_parameters(std::span<M>(master_values), infos_, options_.seed);
+      std::vector<T> rounded(Plan::param_count);
+      ops::cast(host_context{}, rounded.data(), master_values.data(), Plan::param_count);
+      copy_to_context(ctx_, section(Plan::params), rounded.data(), rounded.size() * sizeof(T));
+      if constexpr (Plan::optimizer_state_in_arena)
+        copy_to_context(ctx_, section<M>(Plan::master), master_values.data(), master_values.size() * sizeof(M));
+    } else {
+      std::vector<T> values(Plan::param_count);
+      initialise_parameters(std::span<T>(values), infos_, options_.seed);
+      copy_to_context(ctx_, section(Plan::params), values.data(), values.size() * sizeof(T));
+    }
+  }
+
   train_options options_;
   context_type ctx_{};
-  std::unique_ptr<std::byte[], detail::aligned_free> arena_;
+  context_buffer<Ctx> arena_;
+  std::vector<std::int32_t> staged_tokens_, staged_targets_;  // host copies (device arenas only)
   std::vector<param_info> infos_;
   std::vector<group> groups_;
   std::size_t step_ = 0;
+  std::size_t calls_ = 0, skipped_ = 0;  // step() calls and skipped steps (not checkpointed)
   grad_ready_hook grad_ready_{};
 };
 

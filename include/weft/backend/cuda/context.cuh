@@ -11,6 +11,7 @@
 // double back and synchronise the stream: an executor's scalar decisions (clip, skip, log)
 // happen on the host, as on the host backend.
 #include "weft/exec/context.hpp"   // execution_context
+#include "weft/exec/memory.hpp"    // context_with_memory
 #include "weft/tensor/space.hpp"   // device_space
 
 #include <cublasLt.h>
@@ -105,10 +106,40 @@ class cuda_resources {
   cuda_context ctx_{};
 };
 
+// ---- the memory hooks of exec/memory.hpp: the arena in device memory ----
+// A plan larger than the device's free memory is one line before anything runs.
+inline void* context_allocate(const cuda_context& c, std::size_t bytes) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (bytes > free_bytes)
+    throw cuda_error("weft::cuda: the plan's arena needs " + std::to_string(bytes >> 20) + " MiB of device memory; " +
+                     std::to_string(free_bytes >> 20) + " of " + std::to_string(total_bytes >> 20) +
+                     " MiB are free. Shrink the micro-batch, the sequence or the model, or shard it (zero<>, "
+                     "tensor_parallel, pipeline).");
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes == 0 ? 1 : bytes), "cudaMalloc(arena)");
+  check(cudaMemsetAsync(p, 0, bytes, c.stream), "cudaMemset(arena)");
+  check(cudaStreamSynchronize(c.stream), "cudaMemset(arena)");
+  return p;
+}
+inline void context_release(const cuda_context&, void* p, std::size_t) noexcept { cudaFree(p); }
+inline void copy_to_context(const cuda_context& c, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c.stream), "copy to the device");
+  check(cudaStreamSynchronize(c.stream), "copy to the device");  // the host buffer may change next
+}
+inline void copy_from_context(const cuda_context& c, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c.stream), "copy to the host");
+  check(cudaStreamSynchronize(c.stream), "copy to the host");
+}
+
 /// Whether a CUDA device can be used here (false, quietly, where the driver reports none).
 inline bool device_available() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
+
+static_assert(context_with_memory<cuda_context>);
 
 }  // namespace weft::cuda

@@ -58,7 +58,7 @@ struct row_tiling {
   using layout_type = layout<typename by_vector::template mode_at<0>, typename by_thread::template mode_at<0>,
                              typename by_thread::template mode_at<1>>;
   // The algebra gives the closed form a hand-written kernel would use.
-  static_assert(layout_type{}(std::size_t{1}, std::size_t{0}, std::size_t{0}) == 1 &&
+  static_assert((W == 1 || layout_type{}(std::size_t{1}, std::size_t{0}, std::size_t{0}) == 1) &&
                     (Threads == 1 || layout_type{}(std::size_t{0}, std::size_t{1}, std::size_t{0}) == W) &&
                     (iters == 1 || layout_type{}(std::size_t{0}, std::size_t{0}, std::size_t{1}) == chunk),
                 "weft::cuda::kernels::row_tiling: the layout algebra disagrees with the closed form.");

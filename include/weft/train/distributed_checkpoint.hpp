@@ -1,0 +1,324 @@
+#pragma once
+// ---- distributed checkpoints: logical tensors written in slices, read back under any strategy ----
+// save_checkpoint(step, world, root, state) writes the checkpoint of a distributed_step — any
+// mix of data (ZeRO 0-3), tensor, sequence and pipeline parallelism, or a world of one — as the
+// files a single process writes (checkpoint.hpp): model.safetensors with Hugging Face names and
+// layouts, optimizer.safetensors with the AdamW moments "m.<name>", "v.<name>", config.json,
+// plus manifest.json. Every tensor is *logical*: the single-process parameter, whole.
+//
+// No rank gathers the model. Every rank computes the same file layout from the single-process
+// plan (Plan::parameters()); rank 0 writes the headers and sizes the files; then each rank
+// pwrite()s the elements it owns at their places, coalesced into contiguous runs:
+//   element e of a rank's local parameter block (a tp shard of a pipeline stage's block) sits at
+//   shard_indices(whole, tp, tp_rank)[e - offset] of the single-process parameter, transposed for
+//   GPT-2's Conv1D weights in model.safetensors;
+//   it is written by the data-parallel rank whose shard [shard_begin, shard_begin + shard_size)
+//   holds it (the ZeRO shards; with ZeRO-0 the same split spreads the writing), and only where the
+//   local step counts it in the global norm (norm_skipped(): a replicated parameter on tp ranks
+//   other than 0, the last pipeline stage's copy of a tied embedding), so each element once;
+//   the moments come from the shard vectors of ZeRO >= 1, the parameters from the master shard
+//   under ZeRO-3.
+// Then every file's header and tensors are checksummed (FNV-1a 64, tensor i by rank i mod N, in
+// parallel) into manifest.json, which rank 0 writes last.
+//
+// Atomic: a save writes into root/.step-<n>.tmp/, fsyncs every file, writes the manifest,
+// renames the directory to root/step-<n>/ and then replaces root/latest (a one-line file naming
+// it) by rename. A crash at any point leaves the last good checkpoint and `latest` as they were.
+// keep_last rotates: after a save only the newest N step directories stay.
+//
+// load_checkpoint(step, world, path) reads a step directory, or root's `latest` (else its newest
+// step directory with a manifest). Each rank reads (pread) only the elements it needs, so a
+// checkpoint saved under dp2 x tp2 x pp2 on 8 ranks loads under tp2 on 4, ZeRO-3, or one
+// process. Everything is checked first — model signature and structure, every tensor's presence,
+// shape and dtype, file sizes, checksums — into buffers; the step is changed only when every rank
+// has succeeded. Any problem is one checkpoint_error line, the same on every rank.
+#include "weft/comm/communicator.hpp"         // communicator, reduce_op
+#include "weft/parallel/tensor_parallel.hpp"  // shard_indices
+#include "weft/train/checkpoint.hpp"          // checkpoint_state, the checkpoint engine (detail::ckpt_*)
+#include "weft/train/checkpoint_error.hpp"    // checkpoint_error
+#include "weft/train/distributed_step.hpp"    // distributed_step
+#include "weft/train/safetensors.hpp"         // safetensors_writer, safetensors_file
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace weft {
+
+/// Where and how many checkpoints save_checkpoint keeps.
+struct checkpoint_options {
+  /// Step directories kept under the root after a successful save, newest first (0: all).
+  std::size_t keep_last = 0;
+};
+
+namespace detail {
+
+inline std::string step_dir_name(std::uint64_t step) {
+  char s[32];
+  std::snprintf(s, sizeof s, "step-%09llu", static_cast<unsigned long long>(step));
+  return s;
+}
+// The step of "step-<digits>", or -1.
+inline long long step_of_dir_name(const std::string& n) {
+  if (n.size() <= 5 || n.compare(0, 5, "step-") != 0) return -1;
+  long long v = 0;
+  for (std::size_t i = 5; i < n.size(); ++i) {
+    if (n[i] < '0' || n[i] > '9') return -1;
+    v = v * 10 + (n[i] - '0');
+  }
+  return v;
+}
+
+// What this rank holds of a distributed step: its local block (a tp shard of a pipeline stage's
+// block), which of its elements it writes (its dp shard, minus norm_skipped()), and where the
+// moments and, under ZeRO-3, the master parameters live.
+template <class Plan, class Comm>
+ckpt_local<typename Plan::value_type> ckpt_local_of(distributed_step<Plan, Comm>& ds) {
+  using T = typename Plan::value_type;
+  auto& dp = ds.inner();
+  auto& loc = dp.local();
+  ckpt_local<T> v;
+  v.infos = loc.parameter_infos();
+  if constexpr (requires { loc.tp_rank(); }) {
+    v.tp = Plan::tp;
+    v.tp_rank = loc.tp_rank();
+  }
+  v.params = loc.params();
+  v.counted.assign(v.params.size(), 1);
+  if constexpr (requires { loc.norm_skipped(); })
+    for (const auto& r : loc.norm_skipped())
+      std::fill_n(v.counted.begin() + static_cast<std::ptrdiff_t>(r.offset), r.size, char{0});
+  v.shard_begin = dp.shard_begin();
+  v.shard_end = dp.shard_begin() + dp.shard_size();
+  if constexpr (std::remove_reference_t<decltype(dp)>::zero_stage >= 1) {
+    v.m = dp.moments_m();
+    v.v = dp.moments_v();
+    v.moment_base = v.shard_begin;
+  } else {
+    v.m = loc.adam_m();
+    v.v = loc.adam_v();
+  }
+  if constexpr (std::remove_reference_t<decltype(dp)>::zero_stage == 3) v.master = dp.master_shard();
+  return v;
+}
+
+// ---- locating a checkpoint under a root ----
+
+// The step directory `path` names: itself if it holds a manifest, else root/latest's target, else
+// root's newest step directory with a manifest.
+inline std::filesystem::path ckpt_resolve(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec))
+    throw checkpoint_error("weft::load_checkpoint: " + path.string() + " does not exist or is not a directory");
+  if (std::filesystem::exists(path / "manifest.json", ec)) return path;
+  if (std::filesystem::exists(path / "latest", ec)) {
+    std::string name = ckpt_read_small(path / "latest");
+    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    if (step_of_dir_name(name) < 0)
+      throw checkpoint_error("weft::load_checkpoint: " + (path / "latest").string() + " holds '" + name +
+                             "', not the name of a step directory");
+    return path / name;
+  }
+  long long best = -1;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
+    const long long s = step_of_dir_name(e.path().filename().string());
+    if (s > best && std::filesystem::exists(e.path() / "manifest.json", ec)) best = s;
+  }
+  if (best < 0)
+    throw checkpoint_error("weft::load_checkpoint: " + path.string() +
+                           " holds no checkpoint (no manifest.json, no 'latest', no step-* directory with a manifest)");
+  return path / step_dir_name(static_cast<std::uint64_t>(best));
+}
+
+}  // namespace detail
+
+/// Saves the checkpoint of `step` (a distributed_step over `world`, any strategy) into
+/// root/step-<n>/ and points root/latest at it; collective over `world`. Each rank writes only its
+/// own slices of the logical (single-process) tensors; see the top of this file. Returns the step
+/// directory. Any failure is a checkpoint_error on every rank; the previous checkpoint stays.
+template <class Plan, class Comm>
+std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& world, const std::filesystem::path& root,
+                                      checkpoint_state cs = {}, const checkpoint_options& opt = {}) {
+  using T = typename Plan::value_type;
+  static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
+                "weft::save_checkpoint: distributed checkpoints hold f32 or f64 plans (no mixed precision yet). Use precision<float> or precision<double>.");
+  namespace fs = std::filesystem;
+  const std::uint64_t n = step.inner().step_count();
+  // Rank 0's position, everywhere: the headers must be the same bytes on every rank.
+  std::int64_t pos[2] = {static_cast<std::int64_t>(cs.sampler.seed), static_cast<std::int64_t>(cs.sampler.step)};
+  world.broadcast(std::span<std::int64_t>(pos, 2), 0);
+  cs.sampler = {static_cast<std::uint64_t>(pos[0]), static_cast<std::uint64_t>(pos[1])};
+  const fs::path final_dir = root / detail::step_dir_name(n);
+  const fs::path tmp = root / ("." + detail::step_dir_name(n) + ".tmp");
+
+  // 1. Rank 0: a fresh temporary directory.
+  detail::ckpt_agree(world, world.rank() != 0 ? std::string() : detail::ckpt_try([&] {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    if (ec) throw checkpoint_error("weft::save_checkpoint: cannot create " + root.string() + " (" + ec.message() + ")");
+    fs::remove_all(tmp, ec);  // a crashed save of the same step
+    if (!fs::create_directory(tmp, ec) || ec)
+      throw checkpoint_error("weft::save_checkpoint: cannot create " + tmp.string() + " (" + ec.message() + ")");
+  }));
+  // 2. Every rank: its slices of the files; rank 0 the headers, config.json, the manifest last.
+  detail::ckpt_write_files<Plan>(world, detail::ckpt_local_of(step), tmp, n, cs,
+                                 detail::ckpt_strategy_text<Plan>(step.dp_size(), static_cast<std::size_t>(world.size())));
+  // 3. Rank 0: the directory renamed into place, then `latest`, then rotation.
+  detail::ckpt_agree(world, world.rank() != 0 ? std::string() : detail::ckpt_try([&] {
+    std::error_code ec;
+    fs::path old;
+    if (fs::exists(final_dir, ec)) {  // a save of the same step again: swap, then drop the old one
+      old = root / ("." + detail::step_dir_name(n) + ".old");
+      fs::remove_all(old, ec);
+      if (::rename(final_dir.c_str(), old.c_str()) != 0)
+        throw checkpoint_error("weft::save_checkpoint: cannot move " + final_dir.string() + " aside: " + std::strerror(errno));
+    }
+    if (::rename(tmp.c_str(), final_dir.c_str()) != 0)
+      throw checkpoint_error("weft::save_checkpoint: cannot rename " + tmp.string() + " to " + final_dir.string() + ": " +
+                             std::strerror(errno));
+    detail::ckpt_sync_dir(root);
+    detail::ckpt_write_small(root, "latest", detail::step_dir_name(n) + "\n");
+    if (!old.empty()) fs::remove_all(old, ec);
+    // Rotation: the newest keep_last step directories stay; leftovers of crashed saves go.
+    std::vector<std::pair<long long, fs::path>> steps;
+    std::vector<fs::path> stale;
+    for (const auto& e : fs::directory_iterator(root, ec)) {
+      const std::string name = e.path().filename().string();
+      if (const long long s = detail::step_of_dir_name(name); s >= 0) steps.emplace_back(s, e.path());
+      else if (name.size() > 5 && name.compare(0, 6, ".step-") == 0 && e.path() != tmp) stale.push_back(e.path());
+    }
+    for (const auto& p : stale) fs::remove_all(p, ec);
+    if (opt.keep_last > 0 && steps.size() > opt.keep_last) {
+      std::sort(steps.begin(), steps.end());
+      for (std::size_t k = 0; k + opt.keep_last < steps.size(); ++k)
+        if (steps[k].second != final_dir) fs::remove_all(steps[k].second, ec);
+    }
+  }));
+  return final_dir;
+}
+
+/// Restores `step` (any strategy, any world size) from the checkpoint at `path` — a step
+/// directory, or a root whose `latest` names one; collective over `world`. Each rank reads the
+/// elements it needs. Returns the saved position. Everything is checked before `step` changes:
+/// on a checkpoint_error (the same line on every rank) `step` is as it was.
+template <class Plan, class Comm>
+checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world, const std::filesystem::path& path) {
+  using T = typename Plan::value_type;
+  static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
+                "weft::load_checkpoint: distributed checkpoints hold f32 or f64 plans (no mixed precision yet). Use precision<float> or precision<double>.");
+  auto local = detail::ckpt_local_of(step);
+  detail::ckpt_staged<T> staged;
+  std::filesystem::path dir;
+  detail::ckpt_manifest man;
+  std::array<detail::ckpt_file, 2> files;
+
+  // 1. Every rank: which checkpoint, its manifest, the files' headers against this model.
+  detail::ckpt_agree(world, detail::ckpt_try([&] {
+    dir = detail::ckpt_resolve(path);
+    if (!std::filesystem::exists(dir / "manifest.json"))
+      throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " has no manifest.json (an unfinished save?)");
+    man = detail::ckpt_parse_manifest(dir / "manifest.json");
+    files = detail::ckpt_check_files<Plan>(dir, man);
+  }));
+
+  // 2. Checksums in parallel: tensor i by rank i mod N; headers and config.json by rank 0.
+  detail::ckpt_agree(world, detail::ckpt_try([&] {
+    std::size_t i = 0;
+    for (const auto& f : files) {
+      const detail::ckpt_manifest_file* mf = nullptr;
+      for (const auto& x : man.files)
+        if (x.name == f.name) mf = &x;
+      detail::ckpt_fd in(dir / f.name, O_RDONLY);
+      if (world.rank() == 0) {
+        std::string head(f.head.size(), '\0');
+        in.pread_all(head.data(), head.size(), 0);
+        if (detail::hex64(detail::fnv1a64(head.data(), head.size())) != mf->head_digest)
+          throw checkpoint_error("weft::load_checkpoint: " + in.path + ": the header's checksum does not match the manifest (corrupted file)");
+      }
+      for (const auto& t : f.tensors) {
+        if (static_cast<int>(i++ % static_cast<std::size_t>(world.size())) != world.rank()) continue;
+        std::string want;
+        for (const auto& x : mf->tensors)
+          if (x.name == t.name) want = x.digest;
+        if (detail::hex64(detail::ckpt_digest(in, t.begin, t.end)) != want)
+          throw checkpoint_error("weft::load_checkpoint: " + in.path + ": tensor '" + t.name +
+                                 "' does not match its checksum in the manifest (corrupted file)");
+      }
+    }
+    if (world.rank() == 0) {
+      const std::string config = detail::ckpt_read_small(dir / "config.json");
+      if (detail::hex64(detail::fnv1a64(config.data(), config.size())) != man.config_digest)
+        throw checkpoint_error("weft::load_checkpoint: " + (dir / "config.json").string() +
+                               " does not match its checksum in the manifest (corrupted file)");
+    }
+  }));
+
+  // 3. Every rank: its elements, into buffers.
+  detail::ckpt_agree(world, detail::ckpt_try([&] {
+    const auto whole = Plan::parameters();
+    const auto index = detail::ckpt_whole_index(whole);
+    staged.params.resize(local.params.size());
+    staged.m.resize(local.m.size());
+    staged.v.resize(local.v.size());
+    std::vector<std::pair<std::uint64_t, T*>> model_items, opt_items;
+    const std::size_t mb = local.moment_base, me = local.moment_base + local.m.size();
+    for (const param_info& p : local.infos) {
+      const std::size_t w = index.at(p.name);
+      const auto idx = detail::ckpt_shard_map(whole[w], p, local.tp, local.tp_rank);
+      const auto& tp_ = files[0].tensors[detail::ckpt_tensor_index(detail::ckpt_kind::param, w)];
+      const auto& tm = files[1].tensors[detail::ckpt_tensor_index(detail::ckpt_kind::m, w)];
+      const auto& tv = files[1].tensors[detail::ckpt_tensor_index(detail::ckpt_kind::v, w)];
+      for (std::size_t x = p.offset; x < p.offset + p.size; ++x) {
+        const std::size_t logical = idx[x - p.offset];
+        model_items.emplace_back(tp_.at(logical), staged.params.data() + x);
+        if (x >= mb && x < me) {
+          opt_items.emplace_back(tm.at(logical), staged.m.data() + (x - mb));
+          opt_items.emplace_back(tv.at(logical), staged.v.data() + (x - mb));
+        }
+      }
+    }
+    // One dtype per file (weft writes one); mixed files would need per-tensor element sizes.
+    for (std::size_t fi = 0; fi < files.size(); ++fi)
+      for (const auto& t : files[fi].tensors)
+        if (t.elem != files[fi].tensors.front().elem)
+          throw checkpoint_error("weft::load_checkpoint: " + (dir / files[fi].name).string() + ": tensor '" + t.name +
+                                 "' has another dtype than the file's other tensors");
+    const detail::ckpt_fd model_in(dir / files[0].name, O_RDONLY), opt_in(dir / files[1].name, O_RDONLY);
+    detail::ckpt_read_runs(model_in, model_items, files[0].tensors.front().elem);
+    detail::ckpt_read_runs(opt_in, opt_items, files[1].tensors.front().elem);
+  }));
+
+  // 4. Everyone succeeded: commit.
+  std::copy(staged.params.begin(), staged.params.end(), local.params.begin());
+  if (!local.master.empty())
+    std::copy_n(staged.params.begin() + static_cast<std::ptrdiff_t>(local.shard_begin), local.master.size(),
+                local.master.begin());
+  std::copy(staged.m.begin(), staged.m.end(), local.m.begin());
+  std::copy(staged.v.begin(), staged.v.end(), local.v.begin());
+  step.inner().local().set_step_count(static_cast<std::size_t>(man.step));
+  checkpoint_state cs;
+  cs.sampler = man.sampler;
+  return cs;
+}
+
+}  // namespace weft

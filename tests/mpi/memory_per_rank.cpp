@@ -1,0 +1,97 @@
+// The memory a rank holds is what the plan says (issue #7): under mpirun each rank builds
+// make_training_step<Plan>(world) for the preset named on the command line and compares what
+// it really allocated — the local step's arena plus data_parallel_step's shard vectors
+// (resident_bytes()) — with the plan's per-rank memory model at the world's data-parallel size
+// (memory::stage(stage, dp), whose peak over the stages is plan<>::memory_per_rank):
+//   * the model states exactly: the arena's parameter and gradient sections (and, without ZeRO,
+//     its moment sections) plus the shards equal ZeRO's states plus the working buffers
+//     (memory_model.hpp: model_state_bytes() + working_bytes) on the dp rank with the largest
+//     shard, and no more on the others;
+//   * under ZeRO >= 1 the arena has no moment sections: the shards are the only copy;
+//   * the whole: resident_bytes() within `tolerance` of stage(...).total() (activations are
+//     Korthikanti's count in the plan, the executor's own kept buffers in the arena).
+//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2>
+#include "mpi_check.hpp"  // WEFT_CHECK, finish
+
+#include <weft/comm/mpi.hpp>
+#include <weft/model.hpp>
+#include <weft/parallel.hpp>
+#include <weft/train/distributed_step.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+using namespace weft;
+
+namespace {
+// Wide enough that the model states dominate the activations, as in a real run.
+using model_t = gpt<gpt_config<vocab<512>, context<16>, width<128>, heads<4>, depth<4>>>;
+using T = float;
+template <class Strategy>
+using plan_of = plan<model_t, batch<micro<2>, seq<16>>, precision<T>, Strategy>;
+template <std::size_t Zero>
+using dp_s = strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<Zero>>>;
+using tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>;
+using pp2_s = strategy<mesh<axis<"dp">, axis<"pp", 2>>, pipeline<"pp", one_f_one_b, microbatches<2>>>;
+using dp2tp2pp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
+                             pipeline<"pp", one_f_one_b, microbatches<2>>, data_parallel<"dp", zero<1>>>;
+constexpr double tolerance = 0.10;
+
+template <class Plan>
+void run(mpi_communicator& world, const char* name) {
+  auto step = make_training_step<Plan>(world);
+  auto& dp = step.inner();
+  using dp_t = std::remove_cvref_t<decltype(dp)>;
+  constexpr std::size_t zero = dp_t::zero_stage;
+  const std::size_t dpn = step.dp_size(), stage = step.coords().pp;
+  const stage_memory planned = Plan::memory::stage(stage, dpn);
+
+  // What the rank holds: the arena, and the shard vectors around it.
+  const std::size_t arena = dp.local().resident_bytes(), resident = dp.resident_bytes(), shards = resident - arena;
+  const std::size_t block = dp.local().params().size() * sizeof(T);  // one full-size state section
+  const std::size_t arena_states = block * (zero == 0 ? 4 : 2);       // params, grads (+ m, v)
+  const std::size_t planned_states = planned.model_state_bytes() + planned.working_bytes;
+  WEFT_CHECK(dp_t::local_step::optimizer_state_in_arena == (zero == 0));
+  WEFT_CHECK(dp.moments_m().size() == (zero >= 1 ? dp.shard_size() : 0));
+  WEFT_CHECK(dp.master_shard().size() == (zero == 3 ? dp.shard_size() : 0));
+  if (step.coords().dp == 0) WEFT_CHECK(arena_states + shards == planned_states);  // the largest shard
+  else WEFT_CHECK(arena_states + shards <= planned_states);
+  const double ratio = static_cast<double>(resident) / static_cast<double>(planned.total());
+  WEFT_CHECK(ratio >= 1.0 - tolerance && ratio <= 1.0 + tolerance);
+
+  // The peak over the ranks against memory_per_rank's definition (the largest stage).
+  std::size_t peak_planned = 0;
+  for (std::size_t s = 0; s < Plan::pp; ++s) peak_planned = std::max(peak_planned, Plan::memory::stage(s, dpn).total());
+  std::int64_t peak = static_cast<std::int64_t>(resident);
+  world.all_reduce(std::span<std::int64_t>(&peak, 1), reduce_op::max);
+  const double peak_ratio = static_cast<double>(peak) / static_cast<double>(peak_planned);
+  WEFT_CHECK(peak_ratio >= 1.0 - tolerance && peak_ratio <= 1.0 + tolerance);
+  for (int r = 0; r < world.size(); ++r) {
+    if (r == world.rank())
+      std::printf("%s rank %d (stage %zu, dp %zu of %zu): arena %zu + shards %zu = %zu B; planned %zu B (states %zu, "
+                  "working %zu, activations %zu); ratio %.3f\n",
+                  name, r, stage, step.coords().dp, dpn, arena, shards, resident, planned.total(),
+                  planned.model_state_bytes(), planned.working_bytes, planned.activations_total(), ratio);
+    std::fflush(stdout);
+    world.barrier();
+  }
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto world = mpi::world(argc, argv);
+  test::world_rank = world.rank();
+  const std::string preset = argc > 1 ? argv[1] : "";
+  test::require_args(world, argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2"}),
+                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2>", argc, argv);
+  if (preset == "dp") run<plan_of<dp_s<0>>>(world, "dp");
+  else if (preset == "zero1") run<plan_of<dp_s<1>>>(world, "zero1");
+  else if (preset == "zero2") run<plan_of<dp_s<2>>>(world, "zero2");
+  else if (preset == "zero3") run<plan_of<dp_s<3>>>(world, "zero3");
+  else if (preset == "tp2") run<plan_of<tp2_s>>(world, "tp2");
+  else if (preset == "pp2") run<plan_of<pp2_s>>(world, "pp2");
+  else run<plan_of<dp2tp2pp2_s>>(world, "dp2tp2pp2");
+  return test::finish(world, ("memory_per_rank " + preset).c_str());
+}
