@@ -56,6 +56,7 @@
 #include "weft/parallel/schedule.hpp"        // schedule_tag, schedule_v, schedule_report_v
 #include "weft/parallel/state_sections.hpp"  // local_state_sections
 #include "weft/parallel/tensor_parallel.hpp" // tp_shard_t, gather_shards
+#include "weft/ops/accumulate.hpp"             // accumulate (the fault hook)
 #include "weft/train/tensor_parallel_step.hpp"  // initialise_shards
 #include "weft/train/training_step.hpp"      // train_options, step_metrics, initialise_parameters
 
@@ -247,7 +248,7 @@ inline constexpr std::array<pipeline_chunk_facts<T>, P * V> pipeline_facts_v =
 template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm, std::size_t TP = 1,
           bool SP = false>
   requires communicator<Comm>
-class pipeline_step {
+class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, Comm, TP, SP>> {
  public:
   using plan_type = Plan;
   using model = typename Plan::model_type;  ///< as written: stages are cut from it, then recomputed
@@ -514,19 +515,18 @@ class pipeline_step {
     return run_schedule(replicas);
   }
 
-  /// One optimizer step of the pipeline alone (no data parallelism).
+  // step(fill, accept) of the pipeline alone (no data parallelism) and clip_gradients():
+  // step_skeleton.hpp, with this schedule as the step's gradients.
+  /// The schedule's M micro-batches; `fault` (tests only) scales the gradients the schedule
+  /// formed, g += (fault - 1) g, and the loss.
   template <class Fill>
-  step_metrics step(Fill&& fill) {
-    const auto t0 = std::chrono::steady_clock::now();
-    step_metrics m;
-    m.loss = forward_backward(fill, 1);
-    m.grad_norm = clip_gradients();
-    m.lr = apply_optimizer();
-    m.step = step_;
-    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.tokens_per_second = static_cast<double>(rows * M) / m.seconds;
-    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
-    return m;
+  step_gradients schedule_gradients(Fill& fill, double fault) {
+    const double loss = forward_backward(fill, 1) * fault;
+    if (fault != 1.0) {
+      auto g = grads();
+      ops::accumulate(ctx_, g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
+    }
+    return {loss, M};
   }
 
   /// Sum of squared gradients over the whole pipeline (every stage gets it), the tied copy once.
@@ -546,13 +546,6 @@ class pipeline_step {
     pp_.all_reduce(std::span<double>(&local, 1), reduce_op::sum);
     if constexpr (TP > 1) tp_->all_reduce_sum(&local, 1);
     return local;
-  }
-
-  /// Global L2 norm of the gradients; scales them down to grad_clip when above. Returns the norm before.
-  double clip_gradients() {
-    const double norm = std::sqrt(grad_norm_squared());
-    ops::clip(ctx_, grads().data(), grads().size(), norm, options_.grad_clip);
-    return norm;
   }
 
   /// AdamW on the stage's parameter groups with this step's learning rate; advances the step count.

@@ -58,7 +58,7 @@ void initialise_shards(std::span<T> local_block, const std::vector<param_info>& 
 /// The training step of one of `TP` tensor-parallel ranks for the single-process plan `Plan`
 /// (`SP`: with sequence parallelism). TP and SP default to the plan's strategy<>.
 template <class Plan, std::size_t TP = detail::strategy_tp<Plan>(), bool SP = detail::strategy_sp<Plan>()>
-class tensor_parallel_step {
+class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP, SP>> {
  public:
   using plan_type = Plan;
   using local_plan = tensor_parallel_plan<Plan, TP, SP>;
@@ -204,29 +204,7 @@ class tensor_parallel_step {
     return ops::mean_loss(ctx_, losses, rows);
   }
 
-  /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids,
-  /// the same on every rank of the tp group.
-  template <class Fill>
-  step_metrics step(Fill&& fill) {
-    const auto t0 = std::chrono::steady_clock::now();
-    ops::zero(ctx_, section(local_plan::grads), local_plan::param_count);
-    const std::size_t k = options_.grad_accum;
-    const T scale = static_cast<T>(1.0 / static_cast<double>(rows * k));
-    double loss_sum = 0;
-    for (std::size_t i = 0; i < k; ++i) {
-      fill(tokens(), targets());
-      loss_sum += accumulate(scale);
-    }
-    step_metrics m;
-    m.loss = loss_sum / static_cast<double>(k);
-    m.grad_norm = clip_gradients();
-    m.lr = apply_optimizer();
-    m.step = step_;
-    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.tokens_per_second = static_cast<double>(rows * k) / m.seconds;
-    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
-    return m;
-  }
+  // step(fill, accept), evaluate(fill, batches) and clip_gradients(): step_skeleton.hpp.
 
   /// A run of the parameter block.
   struct run {
@@ -256,13 +234,6 @@ class tensor_parallel_step {
     return local;
   }
 
-  /// Global L2 norm of the gradients; scales them down to grad_clip when above it.
-  double clip_gradients() {
-    const double norm = std::sqrt(grad_norm_squared());
-    ops::clip(ctx_, grads().data(), grads().size(), norm, options_.grad_clip);
-    return norm;
-  }
-
   /// AdamW on this rank's shard with this step's learning rate; advances the step count.
   double apply_optimizer()
     requires local_plan::optimizer_state_in_arena
@@ -271,16 +242,7 @@ class tensor_parallel_step {
                                            section(local_plan::adam_m), section(local_plan::adam_v), groups_);
   }
 
-  /// Mean validation loss over `batches` micro-batches from `fill`.
-  template <class Fill>
-  double evaluate(Fill&& fill, std::size_t batches) {
-    double sum = 0;
-    for (std::size_t i = 0; i < batches; ++i) {
-      fill(tokens(), targets());
-      sum += loss();
-    }
-    return batches ? sum / static_cast<double>(batches) : 0.0;
-  }
+
 
   /// Collective over the tp group: the single-process parameter block (Plan::param_count
   /// elements, laid out as Plan::parameters()) from every rank's shard.

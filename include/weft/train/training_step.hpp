@@ -21,6 +21,7 @@
 #include "weft/parallel/plan.hpp"        // plan
 #include "weft/train/optimizer.hpp"      // adamw, lr_schedule
 #include "weft/train/splitmix64.hpp"     // splitmix64
+#include "weft/train/step_skeleton.hpp"  // step_skeleton, train_options, step_metrics, update_always
 
 #include <algorithm>
 #include <chrono>
@@ -39,42 +40,6 @@
 #include <vector>
 
 namespace weft {
-
-/// Run-time settings of training (values, not types).
-struct train_options {
-  adamw optimizer{};
-  lr_schedule schedule{};
-  float grad_clip = 1.0f;       ///< global gradient-norm clip; <= 0 disables
-  std::size_t grad_accum = 1;   ///< micro-batches per optimizer step
-  std::uint64_t seed = 1337;    ///< parameter initialisation
-  /// Fault injection, for tests of the stability guards: called at the start of each step with
-  /// the number of steps this rank ran before it (skipped ones included); the result multiplies
-  /// this rank's loss and gradients. 1 (or no hook) is a normal step; NaN makes the step
-  /// non-finite, a large factor makes a spike.
-  std::function<double(std::size_t call)> fault{};
-};
-
-/// What one step reports.
-struct step_metrics {
-  std::size_t step = 0;       ///< optimizer steps done after this one
-  double loss = 0;            ///< mean cross-entropy over the step's tokens (nats)
-  double grad_norm = 0;       ///< global norm before clipping
-  double lr = 0;
-  double seconds = 0;
-  double tokens_per_second = 0;
-  double gflops = 0;          ///< achieved, PaLM's FLOP count
-  /// The optimizer did not update: the loss or gradient norm was not finite (on any rank), or
-  /// the step's `accept` predicate rejected it. Parameters, moments and the step count are as
-  /// before the step; `lr` is the rate the next update will use; gradients are not clipped.
-  bool skipped = false;
-  bool nonfinite = false;        ///< skipped because the loss or the gradient norm is NaN or inf
-  std::size_t skipped_total = 0; ///< skipped steps of this step object so far, this one included
-};
-
-/// The default `accept` of a step: every finite step updates.
-struct update_always {
-  constexpr bool operator()(double, double) const noexcept { return true; }
-};
 
 namespace detail {
 // Seed of one parameter: from the global seed and its name, so the same parameter gets the same
@@ -128,7 +93,9 @@ void initialise_parameters(std::span<T> params, const std::vector<param_info>& i
 /// buffers copied to it before each micro-batch; params()/grads() then point into that memory
 /// (copy_params_to_host reads them).
 template <class Plan, class Ctx = host_context>
-class training_step {
+class training_step : public step_skeleton<training_step<Plan, Ctx>> {
+  friend class step_skeleton<training_step>;
+
  public:
   using plan_type = Plan;
   using model = typename Plan::model;
@@ -225,8 +192,6 @@ class training_step {
   const context_type& context() const { return ctx_; }
   train_options& options() { return options_; }
   std::size_t step_count() const { return step_; }
-  /// Steps skipped (non-finite, or rejected by their `accept`) by step() so far.
-  std::size_t skipped_steps() const { return skipped_; }
   /// Called during backward as gradients become final (see grad_ready_hook); {} to stop.
   void set_grad_ready(grad_ready_hook hook) { grad_ready_ = hook; }
   /// The contiguous runs of parameters with and without weight decay.
@@ -275,54 +240,12 @@ class training_step {
     return ops::mean_loss(ctx_, losses, rows);
   }
 
-  /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids.
-  /// `accept(loss, grad_norm)` is asked before the update of a finite step; false skips it.
-  template <class Fill, class Accept = update_always>
-    requires std::predicate<Accept&, double, double>
-  step_metrics step(Fill&& fill, Accept&& accept = {}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double fault = options_.fault ? options_.fault(calls_) : 1.0;
-    ++calls_;
-    ops::zero(ctx_, section(Plan::grads), Plan::param_count);
-    const std::size_t k = options_.grad_accum;
-    const auto scale = static_cast<ops::compute_t<T>>(fault / static_cast<double>(rows * k));
-    double loss_sum = 0;
-    for (std::size_t i = 0; i < k; ++i) {
-      fill(tokens(), targets());
-      upload_batch();
-      loss_sum += accumulate(scale);
-    }
-    step_metrics m;
-    m.loss = loss_sum / static_cast<double>(k) * fault;
-    m.grad_norm = std::sqrt(grad_norm_squared());
-    m.nonfinite = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
-    m.skipped = m.nonfinite || !accept(m.loss, m.grad_norm);
-    if (m.skipped) {
-      ++skipped_;
-      m.lr = options_.schedule.at(step_, options_.optimizer.lr);
-    } else {
-      ops::clip(ctx_, section(Plan::grads), Plan::param_count, m.grad_norm, options_.grad_clip);
-      m.lr = apply_optimizer();
-    }
-    m.skipped_total = skipped_;
-    m.step = step_;
-    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.tokens_per_second = static_cast<double>(rows * k) / m.seconds;
-    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
-    return m;
-  }
+  // step(fill, accept), evaluate(fill, batches) and clip_gradients(): step_skeleton.hpp.
 
   /// Sum of squared gradients of this rank's parameters (model-parallel steps count replicas once).
   double grad_norm_squared() const { return ops::sum_squares(ctx_, section(Plan::grads), Plan::param_count); }
   /// A squared-norm contribution summed over the model-parallel ranks: one rank here.
   double model_parallel_sum(double local) const { return local; }
-
-  /// Global L2 norm of grads(); scales them down to grad_clip when above it. Returns the norm before.
-  double clip_gradients() {
-    const double norm = std::sqrt(grad_norm_squared());
-    ops::clip(ctx_, section(Plan::grads), Plan::param_count, norm, options_.grad_clip);
-    return norm;
-  }
 
   /// AdamW on every parameter group with this step's learning rate; advances the step count.
   double apply_optimizer()
@@ -350,17 +273,7 @@ class training_step {
     }
   }
 
-  /// Mean validation loss over `batches` micro-batches from `fill`.
-  template <class Fill>
-  double evaluate(Fill&& fill, std::size_t batches) {
-    double sum = 0;
-    for (std::size_t i = 0; i < batches; ++i) {
-      fill(tokens(), targets());
-      upload_batch();
-      sum += loss();
-    }
-    return batches ? sum / static_cast<double>(batches) : 0.0;
-  }
+
 
  private:
   // A device arena: the initial values are computed on the host (the same values, per name, as
@@ -388,7 +301,6 @@ class training_step {
   std::vector<param_info> infos_;
   std::vector<group> groups_;
   std::size_t step_ = 0;
-  std::size_t calls_ = 0, skipped_ = 0;  // step() calls and skipped steps (not checkpointed)
   grad_ready_hook grad_ready_{};
 };
 

@@ -1,0 +1,164 @@
+#pragma once
+// ---- step_skeleton: what every local training step does the same way ----
+// The local steps (training_step, tensor_parallel_step, pipeline_step) differ only in how one
+// micro-batch's gradients are formed (through the whole model, or a tensor-parallel shard with
+// its collectives: `accumulate(scale)`, `loss()`) or, for a pipeline, in how a whole step's are
+// (its schedule: `schedule_gradients(fill, fault)`), and in their grad_norm_squared()
+// (collective where the model is split) and apply_optimizer(). The skeleton writes the rest
+// once: step() with the micro-batch loop, the fault hook's call count, the global norm, the
+// non-finite and `accept` verdict (a skipped step updates nothing and is not counted),
+// clipping, the optimizer, the metrics; clip_gradients(); and evaluate() for the steps whose
+// micro-batch is one forward (a pipeline has its own).
+// data_parallel_step wraps any of them and agrees on the same verdict across its ranks.
+#include "weft/ops/clip.hpp"          // clip
+#include "weft/ops/fill.hpp"          // zero
+#include "weft/ops/host_element.hpp"  // compute_t
+#include "weft/train/optimizer.hpp"   // adamw, lr_schedule
+
+#include <chrono>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace weft {
+
+/// Run-time settings of training (values, not types).
+struct train_options {
+  adamw optimizer{};
+  lr_schedule schedule{};
+  float grad_clip = 1.0f;       ///< global gradient-norm clip; <= 0 disables
+  std::size_t grad_accum = 1;   ///< micro-batches per optimizer step
+  std::uint64_t seed = 1337;    ///< parameter initialisation
+  /// Fault injection, for tests of the stability guards: called at the start of each step with
+  /// the number of steps this rank ran before it (skipped ones included); the result multiplies
+  /// this rank's loss and gradients. 1 (or no hook) is a normal step; NaN makes the step
+  /// non-finite, a large factor makes a spike.
+  std::function<double(std::size_t call)> fault{};
+};
+
+/// What one step reports.
+struct step_metrics {
+  std::size_t step = 0;       ///< optimizer steps done after this one
+  double loss = 0;            ///< mean cross-entropy over the step's tokens (nats)
+  double grad_norm = 0;       ///< global norm before clipping
+  double lr = 0;
+  double seconds = 0;
+  double tokens_per_second = 0;
+  double gflops = 0;          ///< achieved, PaLM's FLOP count
+  /// The optimizer did not update: the loss or gradient norm was not finite (on any rank), or
+  /// the step's `accept` predicate rejected it. Parameters, moments and the step count are as
+  /// before the step; `lr` is the rate the next update will use; gradients are not clipped.
+  bool skipped = false;
+  bool nonfinite = false;        ///< skipped because the loss or the gradient norm is NaN or inf
+  std::size_t skipped_total = 0; ///< skipped steps of this step object so far, this one included
+};
+
+/// The default `accept` of a step: every finite step updates.
+struct update_always {
+  constexpr bool operator()(double, double) const noexcept { return true; }
+};
+
+/// What a step's own part returns to the skeleton: the mean loss and the micro-batches run.
+struct step_gradients {
+  double loss = 0;
+  std::size_t micro_batches = 0;
+};
+
+/// The shared part of the local steps (see the top of the file); `Derived` is the step.
+template <class Derived>
+class step_skeleton {
+ public:
+  /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids (the
+  /// same on every rank of a tensor-parallel group; on a pipeline's first and last stage);
+  /// `accept(loss, grad_norm)` is asked before the update of a finite step (a spike_guard).
+  template <class Fill, class Accept = update_always>
+    requires std::predicate<Accept&, double, double>
+  step_metrics step(Fill&& fill, Accept&& accept = {}) {
+    return run_step(fill, accept);
+  }
+
+  /// Mean validation loss over `batches` micro-batches from `fill`, forward only.
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    Derived& d = self();
+    double sum = 0;
+    for (std::size_t i = 0; i < batches; ++i) {
+      fill(d.tokens(), d.targets());
+      if constexpr (requires { d.upload_batch(); }) d.upload_batch();  // an arena in device memory
+      sum += d.loss();
+    }
+    return batches ? sum / static_cast<double>(batches) : 0.0;
+  }
+
+  /// Steps skipped (non-finite, or rejected by their `accept`) by step() so far.
+  std::size_t skipped_steps() const { return skipped_; }
+
+  /// Global L2 norm of the gradients; scales them down to grad_clip when above it. Returns the
+  /// norm before (collective where the step's grad_norm_squared is).
+  double clip_gradients() {
+    Derived& d = self();
+    const double norm = std::sqrt(d.grad_norm_squared());
+    auto g = d.grads();
+    ops::clip(d.context(), g.data(), g.size(), norm, d.options().grad_clip);
+    return norm;
+  }
+
+ protected:
+  /// One optimizer step: the step's gradients, the verdict, clipping, the update, the metrics.
+  template <class Fill, class Accept>
+  step_metrics run_step(Fill& fill, Accept& accept) {
+    Derived& d = self();
+    const auto t0 = std::chrono::steady_clock::now();
+    const double fault = d.options().fault ? d.options().fault(calls_) : 1.0;
+    ++calls_;
+    step_gradients sg;
+    if constexpr (requires { d.schedule_gradients(fill, fault); }) sg = d.schedule_gradients(fill, fault);
+    else sg = accumulate_micro_batches(fill, fault);
+    step_metrics m;
+    m.loss = sg.loss;
+    m.grad_norm = std::sqrt(d.grad_norm_squared());
+    m.nonfinite = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
+    m.skipped = m.nonfinite || !accept(m.loss, m.grad_norm);
+    if (m.skipped) {
+      ++skipped_;
+      m.lr = d.options().schedule.at(d.step_count(), d.options().optimizer.lr);
+    } else {
+      auto g = d.grads();
+      ops::clip(d.context(), g.data(), g.size(), m.grad_norm, d.options().grad_clip);
+      m.lr = d.apply_optimizer();
+    }
+    m.skipped_total = skipped_;
+    m.step = d.step_count();
+    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    m.tokens_per_second = static_cast<double>(Derived::rows * sg.micro_batches) / m.seconds;
+    m.gflops = static_cast<double>(Derived::plan_type::flops_per_token) * m.tokens_per_second * 1e-9;
+    return m;
+  }
+
+  /// The gradients of grad_accum micro-batches, each scaled by fault / (rows · grad_accum) (so
+  /// that they sum to the gradient of the mean loss, times `fault`), and their mean loss.
+  template <class Fill>
+  step_gradients accumulate_micro_batches(Fill& fill, double fault) {
+    Derived& d = self();
+    auto g = d.grads();
+    ops::zero(d.context(), g.data(), g.size());
+    using T = typename decltype(g)::value_type;
+    const std::size_t k = d.options().grad_accum;
+    const auto scale = static_cast<ops::compute_t<T>>(fault / static_cast<double>(Derived::rows * k));
+    double loss_sum = 0;
+    for (std::size_t i = 0; i < k; ++i) {
+      fill(d.tokens(), d.targets());
+      if constexpr (requires { d.upload_batch(); }) d.upload_batch();  // an arena in device memory
+      loss_sum += d.accumulate(scale);
+    }
+    return {loss_sum / static_cast<double>(k) * fault, k};
+  }
+
+ private:
+  Derived& self() { return static_cast<Derived&>(*this); }
+  std::size_t calls_ = 0, skipped_ = 0;  // step() calls and skipped steps (not checkpointed)
+};
+
+}  // namespace weft
