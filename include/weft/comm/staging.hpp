@@ -141,62 +141,32 @@ class staging_communicator {
   template <comm_input In, comm_output Out>
     requires comm_same_element<In, Out>
   void reduce_scatter(In&& in, Out&& out) {
-    auto i = detail::as_span(in);
-    auto o = detail::as_span(out);
-    auto hi = stage_in(i, 0);
-    auto ho = scratch<comm_element_t<Out>>(o.size(), 1);
-    inner_.reduce_scatter(std::span<const comm_element_t<Out>>(hi), ho);
-    stage_out(o, ho);
+    staged(in, out, [&](auto hi, auto ho) { inner_.reduce_scatter(hi, ho); });
   }
   template <comm_input In, comm_output Out>
     requires comm_same_element<In, Out>
   void all_gather(In&& in, Out&& out) {
-    auto i = detail::as_span(in);
-    auto o = detail::as_span(out);
-    auto hi = stage_in(i, 0);
-    auto ho = scratch<comm_element_t<Out>>(o.size(), 1);
-    inner_.all_gather(std::span<const comm_element_t<Out>>(hi), ho);
-    stage_out(o, ho);
+    staged(in, out, [&](auto hi, auto ho) { inner_.all_gather(hi, ho); });
   }
   template <comm_input In, comm_output Out>
     requires comm_same_element<In, Out>
   void reduce_scatter_v(In&& in, Out&& out, std::span<const int> counts) {
-    auto i = detail::as_span(in);
-    auto o = detail::as_span(out);
-    auto hi = stage_in(i, 0);
-    auto ho = scratch<comm_element_t<Out>>(o.size(), 1);
-    inner_.reduce_scatter_v(std::span<const comm_element_t<Out>>(hi), ho, counts);
-    stage_out(o, ho);
+    staged(in, out, [&](auto hi, auto ho) { inner_.reduce_scatter_v(hi, ho, counts); });
   }
   template <comm_input In, comm_output Out>
     requires comm_same_element<In, Out>
   void all_gather_v(In&& in, Out&& out, std::span<const int> counts) {
-    auto i = detail::as_span(in);
-    auto o = detail::as_span(out);
-    auto hi = stage_in(i, 0);
-    auto ho = scratch<comm_element_t<Out>>(o.size(), 1);
-    inner_.all_gather_v(std::span<const comm_element_t<Out>>(hi), ho, counts);
-    stage_out(o, ho);
+    staged(in, out, [&](auto hi, auto ho) { inner_.all_gather_v(hi, ho, counts); });
   }
   template <comm_input In, comm_output Out>
     requires comm_same_element<In, Out>
   void all_to_all(In&& in, Out&& out) {
-    auto i = detail::as_span(in);
-    auto o = detail::as_span(out);
-    auto hi = stage_in(i, 0);
-    auto ho = scratch<comm_element_t<Out>>(o.size(), 1);
-    inner_.all_to_all(std::span<const comm_element_t<Out>>(hi), ho);
-    stage_out(o, ho);
+    staged(in, out, [&](auto hi, auto ho) { inner_.all_to_all(hi, ho); });
   }
   template <comm_input In, comm_output Out>
     requires comm_same_element<In, Out>
   void all_to_all_v(In&& in, std::span<const int> send_counts, Out&& out, std::span<const int> recv_counts) {
-    auto i = detail::as_span(in);
-    auto o = detail::as_span(out);
-    auto hi = stage_in(i, 0);
-    auto ho = scratch<comm_element_t<Out>>(o.size(), 1);
-    inner_.all_to_all_v(std::span<const comm_element_t<Out>>(hi), send_counts, ho, recv_counts);
-    stage_out(o, ho);
+    staged(in, out, [&](auto hi, auto ho) { inner_.all_to_all_v(hi, send_counts, ho, recv_counts); });
   }
   template <comm_output R>
   void broadcast(R&& buffer, int root) {
@@ -273,6 +243,18 @@ class staging_communicator {
   template <class T>
   void stage_out(std::span<T> b, std::span<T> h) {
     copier_->to_device(b.data(), h.data(), b.size_bytes());
+  }
+  // An operation from `in` to `out`: the input staged in slot 0, `call(host in, host out)` on
+  // slot 1, the result copied back into `out`.
+  template <class In, class Out, class Call>
+  void staged(In&& in, Out&& out, Call&& call) {
+    using T = comm_element_t<Out>;
+    auto i = detail::as_span(in);
+    auto o = detail::as_span(out);
+    auto hi = stage_in(i, 0);
+    auto ho = scratch<T>(o.size(), 1);
+    call(std::span<const T>(hi), ho);
+    stage_out(o, ho);
   }
   // A staging buffer owned by a request, holding a copy of b.
   template <class T, class U>
