@@ -238,6 +238,14 @@ TEST_CASE("the meter collects one aux value per layer backward", "[model][moe][a
   CHECK(std::isfinite(t.sum));
 }
 
+// ---- expert parameters a token does not use: (E - k) experts of expert_in·C + C·F each, per block ----
+// Width and ffn differ on purpose (8 and 12), so that a count mixing them up fails.
+using wide_ffn_moe = moe_mlp<8, 4, 1, 12, swiglu_experts>;
+using wide_ffn_cfg = gpt_config<vocab<13>, context<8>, width<8>, heads<2>, depth<2>>;
+static_assert(moe_gpt<wide_ffn_cfg, wide_ffn_moe>::inactive_param_count == 2 * 3 * (24 * 8 + 8 * 12));
+static_assert(moe_llama<llama_config<vocab<13>, context<8>, width<8>, heads<2>, kv_heads<2>, depth<2>, ffn<12>>,
+                        wide_ffn_moe>::inactive_param_count == 2 * 3 * (24 * 8 + 8 * 12));
+
 // ---- a model ----
 using tiny_moe = moe_gpt<gpt_config<vocab<13>, context<8>, width<8>, heads<2>, depth<2>>, moe_mlp<8, 4, 2, 8, swiglu_experts>>;
 

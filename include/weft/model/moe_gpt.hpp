@@ -63,7 +63,7 @@ struct moe_gpt : detail::moe_gpt_body<Cfg, detail::moe_block_layer<Cfg, Moe>> {
   /// Expert parameters a token does not use (E - k of E experts per block): the plan's FLOP
   /// count (6 · parameters) overstates an MoE step by 6 · this per token.
   static constexpr std::size_t inactive_param_count =
-      Cfg::depth * (Moe::experts - Moe::top_k) * (Moe::expert_in + Cfg::width) * Moe::ffn;
+      Cfg::depth * (Moe::experts - Moe::top_k) * (Moe::expert_in * Cfg::width + Cfg::width * Moe::ffn);
 };
 
 }  // namespace weft

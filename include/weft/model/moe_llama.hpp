@@ -60,7 +60,7 @@ struct moe_llama : detail::moe_llama_body<Cfg, detail::moe_llama_layer<Cfg, Moe>
   static constexpr std::size_t lookup_param_count = Cfg::vocab_size * Cfg::width;
   /// Expert parameters a token does not use (see moe_gpt::inactive_param_count).
   static constexpr std::size_t inactive_param_count =
-      Cfg::depth * (Moe::experts - Moe::top_k) * (Moe::expert_in + Cfg::width) * Moe::ffn;
+      Cfg::depth * (Moe::experts - Moe::top_k) * (Moe::expert_in * Cfg::width + Cfg::width * Moe::ffn);
 };
 
 }  // namespace weft
