@@ -15,7 +15,7 @@
  *   mpirun -np 2 build/benchmarks/bench_memory_parallel zero1
  */
 #include <weft/comm/mpi.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 #include <weft/weft.hpp>
 
 #include <algorithm>

@@ -7,7 +7,7 @@
  *   mpirun -np 2 build/benchmarks/bench_parallel_step zero1 [steps]
  */
 #include <weft/comm/mpi.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 #include <weft/weft.hpp>
 
 #include <cstdio>

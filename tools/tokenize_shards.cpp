@@ -17,7 +17,7 @@
 #include <weft/data/bpe_tokenizer.hpp>      // bpe_tokenizer
 #include <weft/data/gpt2_pretokenizer.hpp>  // gpt2_pretokenizer::complete_prefix
 #include <weft/data/shard_writer.hpp>       // shard_writer
-#include <weft/train/tokenizer.hpp>         // byte_tokenizer
+#include <weft/data/tokenizer.hpp>         // byte_tokenizer
 
 #include <algorithm>
 #include <chrono>

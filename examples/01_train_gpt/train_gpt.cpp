@@ -13,6 +13,7 @@
  *   bash run.sh demo                     # the default: preset "small", about 5 minutes here
  *   build/examples/train_gpt --help      # every option
  */
+#include <weft/io.hpp>    // save_checkpoint, load_checkpoint
 #include <weft/weft.hpp>
 
 #include <algorithm>
@@ -50,10 +51,15 @@ static_assert(small_plan::bytes_per_rank <= 512_MiB);  // memory is known before
 using tiny_bf16_plan = plan<tiny_model, batch<micro<8>, seq<64>>, precision<bf16, f32>>;
 using small_bf16_plan = plan<small_model, batch<micro<16>, seq<64>>, precision<bf16, f32>>;
 using llama_small_bf16_plan = plan<llama_small_model, batch<micro<8>, seq<128>>, precision<bf16, f32>>;
+// --precision f16: f16 storage, f32 master weights and moments, dynamic loss scaling
+// (train_options::loss_scale; an overflow skips the step and halves the scale).
+using tiny_f16_plan = plan<tiny_model, batch<micro<8>, seq<64>>, precision<f16, f32>>;
+using small_f16_plan = plan<small_model, batch<micro<16>, seq<64>>, precision<f16, f32>>;
+using llama_small_f16_plan = plan<llama_small_model, batch<micro<8>, seq<128>>, precision<f16, f32>>;
 
 struct options {
   std::string preset = "small";
-  std::string precision = "f32";  // f32 | bf16 (bf16 with f32 master weights)
+  std::string precision = "f32";  // f32 | bf16 | f16 (16-bit storage with f32 master weights)
   std::string data;  // text file, directory of text files, or token file (.bin)
   std::size_t steps = 1500;
   std::size_t batch = 0;  // sequences per optimizer step; 0 = one micro-batch
@@ -82,7 +88,8 @@ static void usage(std::FILE* out) {
   std::fprintf(out,
                "usage: train_gpt [options]\n"
                "  --preset NAME        tiny | small | llama-small            (default small)\n"
-               "  --precision P        f32 | bf16 (bf16 storage, f32 master weights and moments; default f32)\n"
+               "  --precision P        f32 | bf16 | f16 (16-bit storage, f32 master weights and moments; f16 with\n"
+               "                       dynamic loss scaling; default f32)\n"
                "  --data PATH          text file, directory of text files, or token file (.bin: nanoGPT\n"
                "                       uint16 or llm.c shard); default: the fortune(6) corpus\n"
                "  --steps N            optimizer steps                         (default 1500)\n"
@@ -171,41 +178,6 @@ static std::optional<options> parse(int argc, char** argv) {
   return o;
 }
 
-// ---- data: a token file, or text tokenized on the fly ----
-struct dataset {
-  std::optional<token_file> file;
-  std::optional<text_corpus> text;
-  token_view all() const { return file ? token_view(*file) : token_view(*text); }
-};
-
-static dataset load_data(const std::string& path) {
-  dataset d;
-  std::vector<fs::path> files;
-  text_options topt;
-  if (path.empty()) {
-    // The default corpus: every fortune(6) text file (not the .dat indexes or .u8 links).
-    const fs::path dir = "/usr/share/games/fortunes";
-    if (!fs::is_directory(dir))
-      throw data_error("train_gpt: the default corpus " + dir.string() +
-                       " is missing; install Debian's fortunes package (bash run.sh demo does) or pass --data");
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.is_regular_file() && !e.is_symlink() && e.path().extension().empty()) files.push_back(e.path());
-    topt.fortune_records = true;
-  } else if (fs::is_directory(path)) {
-    for (const auto& e : fs::directory_iterator(path))
-      if (e.is_regular_file()) files.push_back(e.path());
-  } else if (fs::path(path).extension() == ".bin") {
-    d.file = token_file::open(path);
-    return d;
-  } else {
-    files.push_back(path);
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) throw data_error("train_gpt: no text files found in " + path);
-  d.text = text_corpus::load(std::span<const fs::path>(files), topt);
-  return d;
-}
-
 // A number for JSON: NaN and infinities are not JSON numbers, so they are written as null.
 static std::string json_number(double x) {
   if (!std::isfinite(x)) return "null";
@@ -263,7 +235,7 @@ std::string generate(const TrainStep& trained, std::size_t n_chars, std::uint64_
 template <class Plan>
 int train(const options& o) {
   constexpr std::size_t B = Plan::B, S = Plan::S;
-  const dataset data = load_data(o.data);
+  const corpus data = corpus::open(o.data, "train_gpt");  // a token file, or text tokenized on the fly
   const token_view all = data.all();
   for (std::size_t i = 0; i < std::min<std::size_t>(all.size(), 1 << 16); ++i)
     if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= Plan::vocab_size)
@@ -290,7 +262,7 @@ int train(const options& o) {
   eval_batches<B, S> val(parts.validation);
   if constexpr (Plan::mixed_precision) {
     if (!o.resume.empty() || !o.checkpoint.empty())
-      std::printf("note: checkpoints are not written or read under --precision bf16 yet\n");
+      std::printf("note: checkpoints are not written or read under --precision %s yet\n", o.precision.c_str());
   } else if (!o.resume.empty()) {
     const checkpoint_state cs = load_checkpoint(step, o.resume);
     sampler.set_state(cs.sampler);
@@ -348,7 +320,8 @@ int train(const options& o) {
     bool rolled_back = false;
     if (m.skipped) {
       std::printf("step %zu skipped (%s: loss %.4g, grad norm %.4g; data position %llu)\n", m.step + 1,
-                  m.nonfinite ? "not finite" : "spike", m.loss, m.grad_norm, static_cast<unsigned long long>(position));
+                  m.nonfinite ? (m.loss_scale != 1.0 ? "f16 overflow, loss scale halved" : "not finite") : "spike",
+                  m.loss, m.grad_norm, static_cast<unsigned long long>(position));
       if (++consecutive_skips >= max_consecutive_skips) {
         std::fprintf(stderr, "train_gpt: %zu steps in a row were skipped; stopping\n", consecutive_skips);
         return 4;
@@ -408,8 +381,8 @@ int train(const options& o) {
           std::printf("preempted by signal %d after step %zu: checkpoint %s; continue with --resume %s\n",
                       preemption::signal(), step.step_count(), o.checkpoint.c_str(), o.checkpoint.c_str());
       } else {
-        std::printf("preempted by signal %d after step %zu (no checkpoint under --precision bf16)\n",
-                    preemption::signal(), step.step_count());
+        std::printf("preempted by signal %d after step %zu (no checkpoint under --precision %s)\n",
+                    preemption::signal(), step.step_count(), o.precision.c_str());
       }
       if (log) std::fclose(log);
       return 0;
@@ -435,6 +408,8 @@ int train(const options& o) {
     std::printf("---- sample ----\n%s\n----------------\n",
                 generate<Plan>(step, o.sample_chars, o.seed, "The ").c_str());
   }
+  if constexpr (std::is_same_v<typename Plan::value_type, f16>)
+    std::printf("loss scale %g after %zu overflow(s)\n", step.loss_scale_state().scale(), step.loss_scale_state().overflows());
   std::printf("final validation loss %.4f nats/byte after %zu steps\n", val_loss, step.step_count());
   if (o.expect_val_loss > 0)  // the margin is printed, so a goal that stops being met shows early
     std::printf("loss goal: validation loss %.4f, goal %.4f, margin %.4f (%s)\n", val_loss, o.expect_val_loss,
@@ -457,8 +432,15 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "train_gpt: unknown preset '%s' (tiny, small, llama-small)\n", o->preset.c_str());
       return 2;
     }
+    if (o->precision == "f16") {
+      if (o->preset == "tiny") return train<tiny_f16_plan>(*o);
+      if (o->preset == "small") return train<small_f16_plan>(*o);
+      if (o->preset == "llama-small") return train<llama_small_f16_plan>(*o);
+      std::fprintf(stderr, "train_gpt: unknown preset '%s' (tiny, small, llama-small)\n", o->preset.c_str());
+      return 2;
+    }
     if (o->precision != "f32") {
-      std::fprintf(stderr, "train_gpt: unknown precision '%s' (f32, bf16)\n", o->precision.c_str());
+      std::fprintf(stderr, "train_gpt: unknown precision '%s' (f32, bf16, f16)\n", o->precision.c_str());
       return 2;
     }
     if (o->preset == "tiny") return train<tiny_plan>(*o);

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -68,16 +69,13 @@ int main(int argc, char** argv) {
   using P = plan<relu2_gpt, batch<micro<8>, seq<Ctx>>>;
   P::report();
 
-  // Data: the fortune corpus, or a built-in paragraph when it is not installed.
-  std::vector<std::filesystem::path> files;
-  if (std::filesystem::is_directory("/usr/share/games/fortunes"))
-    for (const auto& e : std::filesystem::directory_iterator("/usr/share/games/fortunes"))
-      if (e.is_regular_file() && !e.is_symlink() && e.path().extension().empty()) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  text_corpus corpus = files.empty() ? text_corpus(text_options{}) : text_corpus::load(std::span<const std::filesystem::path>(files));
-  if (files.empty())
-    for (int i = 0; i < 200; ++i) corpus.add_text("A layer is a type. The compiler checks it; the host trains it. ");
-  batch_sampler<8, Ctx> sampler(token_view(corpus), 7);
+  // Data: the fortune corpus (corpus::open with no path), or a built-in paragraph when it is not installed.
+  std::optional<corpus> fortunes;
+  text_corpus paragraph{text_options{}};
+  if (std::filesystem::is_directory(corpus::fortune_dir)) fortunes.emplace(corpus::open("", "custom_layer"));
+  else
+    for (int i = 0; i < 200; ++i) paragraph.add_text("A layer is a type. The compiler checks it; the host trains it. ");
+  batch_sampler<8, Ctx> sampler(fortunes ? fortunes->all() : token_view(paragraph), 7);
 
   train_options o;
   o.optimizer.lr = 3e-3f;
@@ -85,7 +83,7 @@ int main(int argc, char** argv) {
   training_step<P> step(o);
   double first = 0, last = 0;
   for (std::size_t s = 0; s < steps; ++s) {
-    const auto m = step.step([&](auto tok, auto tgt) { sampler.next(tok, tgt); });
+    const auto m = step.step(sampler);
     if (s == 0) first = m.loss;
     last = m.loss;
     if (m.step % 25 == 0 || m.step == steps) std::printf("step %zu loss %.4f (%.0f tok/s)\n", m.step, m.loss, m.tokens_per_second);

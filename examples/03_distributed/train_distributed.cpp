@@ -17,9 +17,9 @@
  * loss or gradient norm is not finite on any rank is skipped by all (docs/running_long_jobs.md).
  */
 #include <weft/comm/mpi.hpp>
-#include <weft/train/corpus.hpp>
-#include <weft/train/distributed_checkpoint.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/data/corpus.hpp>
+#include <weft/io/distributed_checkpoint.hpp>
+#include <weft/exec/distributed_step.hpp>
 #include <weft/train/preemption.hpp>
 #include <weft/train/stability.hpp>
 #include <weft/weft.hpp>

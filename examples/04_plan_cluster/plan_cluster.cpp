@@ -13,6 +13,9 @@
  *   plan_cluster --model llama2-70b --cluster h100-sxm --nodes 8 --global-batch 1024 --seq 4096 --tokens 2e12
  *   plan_cluster --layers 24 --width 2048 --heads 16 --vocab 50304 --seq 2048 --global-batch 256 \
  *                --cluster a100-80gb --nodes 2 --tp 2 --pp 2 --recompute selective --json
+ *   plan_cluster --model mixtral-8x7b --cluster h100-sxm --nodes 4 --global-batch 512 --seq 4096 --pp 1
+ * A mixture-of-experts model (a mixtral preset, or --experts E [--top-k K] on a family's
+ * dimensions) adds expert parallelism (ep) to the search.
  */
 #include <weft/parallel/schedule.hpp>      // make_schedule (run time)
 #include <weft/parallel/schedule_svg.hpp>  // write_schedule_svg
@@ -66,7 +69,7 @@ struct options {
 const std::vector<std::string> value_options = {
     "model", "family", "layers", "width", "heads", "kv-heads", "ffn", "vocab", "seq", "global-batch", "micro-batch", "tokens",
     "cluster", "nodes", "gpus-per-node", "price", "failures-per-node-day", "memory-gb", "tflops", "inter-gbps", "islands",
-    "island-gbps", "tp", "pp", "dp", "zero", "schedule", "interleave", "recompute", "max-nodes", "top", "html",
+    "island-gbps", "tp", "pp", "dp", "ep", "experts", "top-k", "zero", "schedule", "interleave", "recompute", "max-nodes", "top", "html",
     "mono-memory-gb", "mono-tflops", "mono-bandwidth-tbs", "mono-price", "mono-lead-days", "lead-days", "precision"};
 const std::vector<std::string> flag_options = {"sp", "no-sp", "json", "no-scaling", "no-overlap", "unfused-attention", "help"};
 
@@ -91,11 +94,13 @@ options parse(int argc, char** argv) {
 const char* usage =
     "plan_cluster: plan the training of a transformer LM on a cluster\n"
     "  model:    --model gpt2-small|gpt2-xl|gpt3-175b|llama-7b|llama-13b|llama2-70b|llama3-8b|llama3-70b|llama3-405b\n"
+    "            |mixtral-8x7b|mixtral-8x22b (mixtures of experts)\n"
     "            or --family gpt|llama --layers --width --heads [--kv-heads] [--ffn] --vocab\n"
+    "            [--experts E --top-k K: each MLP a mixture of E experts of width ffn, k per token]\n"
     "  job:      --seq --global-batch [--micro-batch] --tokens [--precision bf16|f32]\n"
     "  cluster:  --cluster a100-80gb|h100-sxm|h200|cpu-mpi --nodes [--gpus-per-node --price (USD/GPU-hour)\n"
     "            --failures-per-node-day --memory-gb --tflops --inter-gbps (per GPU) --islands --island-gbps]\n"
-    "  fixed:    --tp --pp --dp --zero --schedule 1f1b|gpipe|interleaved --interleave V --sp|--no-sp\n"
+    "  fixed:    --tp --pp --dp --ep --zero --schedule 1f1b|gpipe|interleaved --interleave V --sp|--no-sp\n"
     "            --recompute none|selective|full\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
     "  compare:  --max-nodes N --lead-days D (cluster) --mono-memory-gb --mono-tflops --mono-bandwidth-tbs\n"
@@ -114,15 +119,18 @@ model_spec model_from(const options& o, std::size_t seq) {
     const char* name;
     const char* family;
     std::size_t layers, width, heads, kv, ffn, vocab;
+    std::size_t experts = 0, top_k = 0;  // a mixture of experts in every block (moe_llama: SwiGLU experts)
   };
   static const preset presets_[] = {
       {"gpt2-small", "gpt", 12, 768, 12, 12, 3072, 50304},      {"gpt2-xl", "gpt", 48, 1600, 25, 25, 6400, 50304},
       {"gpt3-175b", "gpt", 96, 12288, 96, 96, 49152, 51200},    {"llama-7b", "llama", 32, 4096, 32, 32, 11008, 32000},
       {"llama-13b", "llama", 40, 5120, 40, 40, 13824, 32000},   {"llama2-70b", "llama", 80, 8192, 64, 8, 28672, 32000},
       {"llama3-8b", "llama", 32, 4096, 32, 8, 14336, 128256},   {"llama3-70b", "llama", 80, 8192, 64, 8, 28672, 128256},
-      {"llama3-405b", "llama", 126, 16384, 128, 8, 53248, 128256}};
+      {"llama3-405b", "llama", 126, 16384, 128, 8, 53248, 128256},
+      {"mixtral-8x7b", "llama", 32, 4096, 32, 8, 14336, 32000, 8, 2},
+      {"mixtral-8x22b", "llama", 56, 6144, 48, 8, 16384, 32768, 8, 2}};
   std::string family = o.str("family", "gpt");
-  std::size_t layers = 0, width = 0, heads = 0, kv = 0, ffn = 0, vocab = 0;
+  std::size_t layers = 0, width = 0, heads = 0, kv = 0, ffn = 0, vocab = 0, experts = 0, top_k = 0;
   std::string name = "custom";
   if (o.has("model")) {
     const std::string m = o.str("model", "");
@@ -131,7 +139,7 @@ model_spec model_from(const options& o, std::size_t seq) {
       if (m == q.name) p = &q;
     if (!p) throw bad_input{"unknown --model '" + m + "' (see --help for the presets)"};
     name = p->name, family = p->family, layers = p->layers, width = p->width, heads = p->heads, kv = p->kv, ffn = p->ffn,
-    vocab = p->vocab;
+    vocab = p->vocab, experts = p->experts, top_k = p->top_k;
   }
   if (o.has("kv-heads") && !o.has("family") && !o.has("model")) family = "llama";
   layers = o.count("layers", layers), width = o.count("width", width), heads = o.count("heads", heads);
@@ -141,8 +149,17 @@ model_spec model_from(const options& o, std::size_t seq) {
     throw bad_input{"give a --model preset or --layers, --width, --heads and --vocab (all at least 1)"};
   if (width % heads != 0) throw bad_input{"--width must be divisible by --heads"};
   if (kv == 0 || heads % kv != 0) throw bad_input{"--heads must be divisible by --kv-heads"};
+  experts = o.count("experts", experts), top_k = o.count("top-k", top_k == 0 ? 2 : top_k);
+  if (experts > 0 && (top_k == 0 || top_k > experts)) throw bad_input{"--top-k must be between 1 and --experts"};
   model_spec s{name, family, {}};
-  s.desc = family == "gpt" ? gpt_desc(layers, width, heads, vocab, seq, ffn) : llama_desc(layers, width, heads, kv, vocab, seq, ffn);
+  if (experts == 0) {
+    s.desc = family == "gpt" ? gpt_desc(layers, width, heads, vocab, seq, ffn) : llama_desc(layers, width, heads, kv, vocab, seq, ffn);
+  } else {  // moe_gpt (GELU experts) or moe_llama (SwiGLU experts, Mixtral); ffn is an expert's width
+    if (ffn == 0) ffn = family == "gpt" ? 4 * width : (8 * width / 3 + 63) / 64 * 64;
+    s.desc = family == "gpt" ? moe_gpt_desc(layers, width, heads, vocab, seq, experts, top_k, ffn)
+                             : moe_llama_desc(layers, width, heads, kv, vocab, seq, experts, top_k, ffn);
+    s.family = "moe_" + family;
+  }
   return s;
 }
 
@@ -169,7 +186,7 @@ search_options search_from(const options& o, const precision_desc& p) {
   s.job.precision = p;
   s.job.overlap_grad_reduce = !o.has("no-overlap");     // a stack that reduces gradients after backward
   s.job.fused_attention = !o.has("unfused-attention");  // (s, s) scores through memory (no flash attention)
-  s.fixed_tp = o.count("tp", 0), s.fixed_pp = o.count("pp", 0), s.fixed_dp = o.count("dp", 0);
+  s.fixed_tp = o.count("tp", 0), s.fixed_pp = o.count("pp", 0), s.fixed_dp = o.count("dp", 0), s.fixed_ep = o.count("ep", 0);
   s.fixed_micro = o.count("micro-batch", 0);
   if (s.fixed_micro > s.max_micro) s.max_micro = s.fixed_micro;
   if (o.has("zero")) {
@@ -226,7 +243,7 @@ std::string strategy_text(const strategy_desc& s) {
   std::string t = "tp " + std::to_string(s.tp) + (s.sequence_parallel ? "+sp" : "") + ", pp " + std::to_string(s.pp);
   if (s.pp > 1) t += std::string(" (") + schedule_name(s.schedule);
   if (s.pp > 1 && s.schedule == schedule_kind::interleaved) t += " V=" + std::to_string(s.chunks);
-  t += std::string(s.pp > 1 ? ")" : "") + ", dp " + std::to_string(s.dp) + ", zero " + std::to_string(s.zero) + ", micro-batch " + std::to_string(s.micro) +
+  t += std::string(s.pp > 1 ? ")" : "") + ", dp " + std::to_string(s.dp) + (s.ep > 1 ? ", ep " + std::to_string(s.ep) : "") + ", zero " + std::to_string(s.zero) + ", micro-batch " + std::to_string(s.micro) +
        " x " + std::to_string(s.microbatches) + ", recompute " + recompute_name(s.recompute);
   return t;
 }
@@ -303,6 +320,10 @@ void print_text(const report& r) {
   std::printf("model %s (%s): %.2fB parameters, %zu layers, width %zu, %zu heads (%zu kv), ffn %zu, vocab %zu\n",
               r.model.name.c_str(), r.model.family.c_str(), static_cast<double>(md.params()) / 1e9, md.depth, md.width,
               md.heads, md.kv_heads, md.ffn, md.vocab);
+  if (md.experts > 0)
+    std::printf("mixture of experts: %zu experts of ffn %zu per block, top %zu; %.2fB expert parameters; the search tries ep "
+                "(expert parallelism) dividing %zu\n",
+                md.experts, md.ffn, md.top_k, static_cast<double>(md.expert_params) / 1e9, md.experts);
   std::printf("batch %zu sequences x %zu tokens = %zu tokens per step; %.3g tokens to train; %s\n", r.batch.sequences,
               r.batch.seq, r.batch.tokens(), r.tokens, r.precision.half() ? "bf16 with f32 master weights" : "f32");
   std::printf("cluster %s: %zu nodes x %zu GPUs = %zu GPUs, %.0f GB each (%.0f GB usable), %.0f TFLOP/s peak, $%.2f/GPU-hour%s\n",
@@ -332,7 +353,7 @@ void print_text(const report& r) {
 
   std::printf("\n== strategy on %zu GPUs ==\n", r.c.gpus());
   if (r.result.layouts == 0) {
-    std::printf("no split of %zu GPUs into tp x pp x dp divides the model (heads, kv heads, ffn, vocab, depth) and the global batch of %zu%s\n",
+    std::printf("no split of %zu GPUs into tp x pp x dp (x ep) divides the model (heads, kv heads, ffn, vocab, depth, experts) and the global batch of %zu%s\n",
                 r.c.gpus(), r.batch.sequences, " with the choices pinned on the command line");
   } else if (!r.result.found()) {
     std::printf("no strategy fits: the leanest of %zu priced needs %s per GPU, %s usable: short by %s\n", r.result.evaluated,
@@ -434,7 +455,7 @@ void print_text(const report& r) {
 
 std::string strategy_json(const strategy_desc& s) {
   std::ostringstream j;
-  j << "{\"tp\":" << s.tp << ",\"pp\":" << s.pp << ",\"dp\":" << s.dp << ",\"zero\":" << s.zero << ",\"schedule\":\""
+  j << "{\"tp\":" << s.tp << ",\"pp\":" << s.pp << ",\"dp\":" << s.dp << ",\"ep\":" << s.ep << ",\"zero\":" << s.zero << ",\"schedule\":\""
     << schedule_name(s.schedule) << "\",\"chunks\":" << (s.schedule == schedule_kind::interleaved ? s.chunks : 1)
     << ",\"micro_batch\":" << s.micro << ",\"microbatches\":" << s.microbatches << ",\"recompute\":\"" << recompute_name(s.recompute)
     << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false") << "}";
@@ -465,7 +486,7 @@ void print_json(const report& r, std::ostream& os) {
   const model_desc& md = r.model.desc;
   os << "{\"model\":{\"name\":\"" << json_escape(r.model.name) << "\",\"family\":\"" << r.model.family << "\",\"params\":" << md.params()
      << ",\"layers\":" << md.depth << ",\"width\":" << md.width << ",\"heads\":" << md.heads << ",\"kv_heads\":" << md.kv_heads
-     << ",\"ffn\":" << md.ffn << ",\"vocab\":" << md.vocab << "}";
+     << ",\"ffn\":" << md.ffn << ",\"vocab\":" << md.vocab << ",\"experts\":" << md.experts << ",\"top_k\":" << md.top_k << "}";
   os << ",\"batch\":{\"sequences\":" << r.batch.sequences << ",\"seq\":" << r.batch.seq << "},\"tokens\":" << num(r.tokens);
   os << ",\"cluster\":{\"name\":\"" << r.c.name << "\",\"nodes\":" << r.c.nodes << ",\"gpus_per_node\":" << r.c.gpus_per_node
      << ",\"gpus\":" << r.c.gpus() << ",\"memory_bytes\":" << num(r.c.memory_bytes) << ",\"usable_bytes\":"
@@ -476,7 +497,7 @@ void print_json(const report& r, std::ostream& os) {
   if (ok) {
     const strategy_desc& s = b->strategy;
     os << ",\"strategy\":" << strategy_json(s);
-    os << ",\"tp\":" << s.tp << ",\"pp\":" << s.pp << ",\"dp\":" << s.dp << ",\"zero\":" << s.zero << ",\"schedule\":\""
+    os << ",\"tp\":" << s.tp << ",\"pp\":" << s.pp << ",\"dp\":" << s.dp << ",\"ep\":" << s.ep << ",\"zero\":" << s.zero << ",\"schedule\":\""
        << schedule_name(s.schedule) << "\",\"interleave\":" << (s.schedule == schedule_kind::interleaved ? s.chunks : 1)
        << ",\"micro_batch\":" << s.micro << ",\"microbatches\":" << s.microbatches << ",\"recompute\":\"" << recompute_name(s.recompute)
        << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false");
@@ -702,9 +723,14 @@ int run(int argc, char** argv) {
   r.top = o.count("top", 5);
   r.lead_days = o.num("lead-days", 7);
   const search_options so = search_from(o, r.precision);
-  if (so.fixed_dp != 0 && so.fixed_tp != 0 && so.fixed_pp != 0 && so.fixed_dp * so.fixed_tp * so.fixed_pp != r.c.gpus())
-    throw bad_input{"--tp x --pp x --dp = " + std::to_string(so.fixed_dp * so.fixed_tp * so.fixed_pp) + " GPUs, but the cluster has " +
+  const std::size_t pinned_ep = so.fixed_ep != 0 ? so.fixed_ep : 1;
+  if (so.fixed_dp != 0 && so.fixed_tp != 0 && so.fixed_pp != 0 && (r.model.desc.experts == 0 || so.fixed_ep != 0) &&
+      so.fixed_dp * so.fixed_tp * so.fixed_pp * pinned_ep != r.c.gpus())
+    throw bad_input{"--tp x --pp x --dp" + std::string(so.fixed_ep != 0 ? " x --ep" : "") + " = " +
+                    std::to_string(so.fixed_dp * so.fixed_tp * so.fixed_pp * pinned_ep) + " GPUs, but the cluster has " +
                     std::to_string(r.c.gpus())};
+  if (so.fixed_ep > 1 && !r.model.desc.ep_divides(so.fixed_ep))
+    throw bad_input{"--ep " + std::to_string(so.fixed_ep) + " needs a mixture of experts whose expert count it divides (--experts)"};
 
   r.one_gpu = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::none, r.precision);
   r.one_gpu_full = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::full, r.precision);
@@ -722,7 +748,7 @@ int run(int argc, char** argv) {
     if (std::find(counts.begin(), counts.end(), nodes) == counts.end()) counts.push_back(nodes);
     std::sort(counts.begin(), counts.end());
     search_options free = so;  // scaling: the strategy is free, except the job's own pins of recompute/precision
-    free.fixed_tp = free.fixed_pp = free.fixed_dp = 0;
+    free.fixed_tp = free.fixed_pp = free.fixed_dp = free.fixed_ep = 0;
     for (std::size_t n : counts) r.scaling.push_back(scale_to(r, o, free, n));
     // one monolithic machine: one device with all the memory and compute
     r.mono.machine = presets::h100_sxm(1);

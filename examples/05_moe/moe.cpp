@@ -13,11 +13,11 @@
  */
 #include <weft/model/moe_gpt.hpp>
 #include <weft/parallel/plan.hpp>
-#include <weft/train/batch_sampler.hpp>
-#include <weft/train/corpus.hpp>
-#include <weft/train/eval_batches.hpp>
-#include <weft/train/split.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/data/batch_sampler.hpp>
+#include <weft/data/corpus.hpp>
+#include <weft/data/eval_batches.hpp>
+#include <weft/data/split.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include <cstdio>
 #include <cstdlib>

@@ -14,8 +14,8 @@
  * Without a device it prints one line and exits 77 (how CTest reports a skip).
  */
 #include <weft/backend/cuda/ops.cuh>
-#include <weft/train/batch_sampler.hpp>
-#include <weft/train/corpus.hpp>
+#include <weft/data/batch_sampler.hpp>
+#include <weft/data/corpus.hpp>
 #include <weft/weft.hpp>
 
 #include <cstdio>

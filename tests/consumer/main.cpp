@@ -1,4 +1,5 @@
 // A consumer program: uses weft's core types from outside the library and checks them.
+#include <weft/io.hpp>  // needs nlohmann-json, found through weft's package config
 #include <weft/weft.hpp>
 
 #include <cstdio>
@@ -13,6 +14,7 @@ int main() {
   int failures = 0;
   failures += (activations::product != 4u * 64u * 768u);
   failures += (per_rank::index_of<"seq">() != 1);
+  failures += (safetensors_writer{}.set_metadata("format", "pt").layout().head.size() % 8 != 0);
 #if defined(WEFT_OPENBLAS_OPENMP)
   // Linked through weft::host where Debian's OpenMP OpenBLAS is installed: the matrix products
   // must run on the step's OpenMP pool, not on OpenBLAS's own pthreads (they fight over cores).

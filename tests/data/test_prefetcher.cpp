@@ -3,7 +3,7 @@
 // consumer after the batches before them; destruction stops a thread that is waiting.
 #include "weft/data/prefetcher.hpp"
 #include "weft/data/sharded_sampler.hpp"
-#include "weft/train/batch_source.hpp"
+#include "weft/data/batch_source.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -5,7 +5,7 @@
 // tells where it was read from without trusting the sampler's own bookkeeping.
 #include "weft/data/shard_writer.hpp"
 #include "weft/data/sharded_sampler.hpp"
-#include "weft/train/batch_source.hpp"
+#include "weft/data/batch_source.hpp"
 
 #include <catch2/catch.hpp>
 

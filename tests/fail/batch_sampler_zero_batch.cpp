@@ -1,3 +1,3 @@
 // expect: weft::batch_sampler: the batch size B is 0
-#include "weft/train/batch_sampler.hpp"
+#include "weft/data/batch_sampler.hpp"
 static_assert(sizeof(weft::batch_sampler<0, 64>) > 0);

@@ -3,7 +3,7 @@
 // all-to-all (NCCL has none of its own): the entry point says so at the call.
 #include "weft/comm/single.hpp"
 #include "weft/model/moe_gpt.hpp"
-#include "weft/train/distributed_step.hpp"
+#include "weft/exec/distributed_step.hpp"
 using namespace weft;
 // single_world's collectives, without its all_to_all.
 struct no_exchange_world {

@@ -1,5 +1,5 @@
 // expect: weft::safetensors_writer::add: long double has no safetensors dtype
-#include "weft/train/safetensors.hpp"
+#include "weft/io/safetensors.hpp"
 
 #include <vector>
 

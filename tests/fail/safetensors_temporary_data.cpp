@@ -1,5 +1,5 @@
 // expect: weft::safetensors_writer::add: the data is a temporary that would be destroyed before write.. reads it
-#include "weft/train/safetensors.hpp"
+#include "weft/io/safetensors.hpp"
 
 #include <vector>
 

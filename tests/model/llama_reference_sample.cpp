@@ -16,7 +16,7 @@
 // Exit status 0 on success, 1 on an error (message on stderr), 2 on usage.
 #include "weft/model/llama.hpp"          // llama, llama_config
 #include "weft/parallel/plan.hpp"        // plan, batch, micro, seq, precision
-#include "weft/train/training_step.hpp"  // training_step
+#include "weft/exec/training_step.hpp"  // training_step
 
 #include <cstdint>
 #include <cstdio>

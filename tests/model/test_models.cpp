@@ -3,7 +3,7 @@
 // initialisation, and a few deterministic training steps.
 #include <weft/model.hpp>
 #include <weft/parallel/plan.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include <catch2/catch.hpp>
 

@@ -11,8 +11,10 @@
 #include <weft/model/mlp.hpp>
 #include <weft/parallel/plan.hpp>
 #include <weft/testing/gradient_check.hpp>
-#include <weft/train/expert_parallel_step.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/exec/data_parallel_step.hpp>
+#include <weft/exec/expert_parallel_local.hpp>
+#include <weft/exec/expert_parallel_step.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -433,4 +435,38 @@ TEST_CASE("expert_parallel_step in a world of one trains like training_step (f32
     CHECK(ma.grad_norm == Approx(mb.grad_norm).epsilon(1e-5));
   }
   aux_losses().gradient_scale = 1.0;
+}
+
+TEST_CASE("expert_parallel_local in a group of one is data_parallel_step's local step, like training_step (f64)",
+          "[model][moe][ep]") {
+  // The wrapper distributed_step puts around the local step of an expert_parallel<> plan, here on
+  // a world of one under ZeRO-1: the same initialisation, losses and norms as training_step.
+  using cfg = gpt_config<vocab<13>, context<8>, width<8>, heads<2>, depth<2>>;
+  using moe = moe_mlp<8, 4, 2, 6, shared_expert<swiglu_mlp<8, 4>>, aux_loss_weight<1, 10>>;
+  using P = plan<moe_gpt<cfg, moe>, batch<micro<2>, seq<8>>, precision<double>>;
+  using PE = plan<moe_gpt<cfg, ep_moe_mlp<moe, 1>>, batch<micro<2>, seq<8>>, precision<double>>;
+  using local = expert_parallel_local<training_step<zero_local_plan_t<PE, 1>>, single_world>;
+  train_options o;
+  o.grad_accum = 2;
+  training_step<P> a(o);
+  single_world w, g;
+  data_parallel_step<PE, single_world, 1, local> b(w, local(g, training_step<zero_local_plan_t<PE, 1>>(o)));
+  CHECK(std::equal(a.params().begin(), a.params().end(), b.local().params().begin()));
+  CHECK(b.local().norm_skipped().empty());  // expert rank 0 counts the dense parameters
+  auto fill = [n = 0](auto tok, auto tgt) mutable {
+    for (std::size_t i = 0; i < tok.size(); ++i) tok[i] = static_cast<std::int32_t>((i * 5 + static_cast<std::size_t>(n)) % 13), tgt[i] = static_cast<std::int32_t>((i * 3 + 1 + static_cast<std::size_t>(n)) % 13);
+    ++n;
+  };
+  auto fill_b = fill;
+  for (int s = 0; s < 3; ++s) {
+    aux_losses().gradient_scale = 0.5;  // training_step: each of the 2 micro-batches weighs 1/2
+    const auto ma = a.step(fill);
+    aux_losses().gradient_scale = 7.0;  // the wrapper sets its own weight, and restores this one
+    const auto mb = b.step(fill_b);
+    CHECK(aux_losses().gradient_scale == 7.0);
+    CHECK(ma.loss == Approx(mb.loss).epsilon(1e-12));
+    CHECK(ma.grad_norm == Approx(mb.grad_norm).epsilon(1e-12));
+  }
+  aux_losses().gradient_scale = 1.0;
+  for (std::size_t i = 0; i < a.params().size(); ++i) CHECK(a.params()[i] == Approx(b.local().params()[i]).epsilon(1e-12));
 }

@@ -5,8 +5,8 @@
 #include <weft/parallel/recompute.hpp>
 #include <weft/parallel/strategy.hpp>
 #include <weft/comm/single.hpp>
-#include <weft/train/data_parallel_step.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/exec/data_parallel_step.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include <catch2/catch.hpp>
 

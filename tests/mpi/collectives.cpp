@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -120,6 +121,22 @@ int main(int argc, char** argv) {
   test_type<std::int32_t>(world);
   test_type<std::int64_t>(world);
   test_type<std::uint8_t>(world);
+  test_type<bf16>(world);  // its bits as MPI_UINT16_T, summed by a user-defined MPI_Op (small integers are exact)
+  test_type<f16>(world);   // likewise
+
+  // A bf16 sum is computed in float and rounded once, to nearest even: on 2 ranks
+  // (1 + 2^-7) + 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6 and goes to the even 1 + 2^-6;
+  // 1 + 2^-8 goes to 1. On more ranks every rank adds 2^-8 and the sum is a chain of roundings.
+  if (world.size() == 2) {
+    bf16 pair[2] = {bf16(world.rank() == 0 ? 1.0f + 0x1p-7f : 0x1p-8f), bf16(world.rank() == 0 ? 1.0f : 0x1p-8f)};
+    world.all_reduce(pair, reduce_op::sum);
+    WEFT_CHECK(static_cast<float>(pair[0]) == 1.0f + 0x1p-6f);
+    WEFT_CHECK(static_cast<float>(pair[1]) == 1.0f);
+  }
+  // max keeps a NaN from any rank (as std::max over floats would not guarantee)
+  bf16 nan_max[1] = {world.rank() == world.size() - 1 ? bf16(std::numeric_limits<float>::quiet_NaN()) : bf16(3.0f)};
+  world.all_reduce(nan_max, reduce_op::max);
+  WEFT_CHECK(static_cast<float>(nan_max[0]) != static_cast<float>(nan_max[0]));
 
   // Values beyond 2^31 survive the int64 path (no narrowing to int on the way).
   std::int64_t big[1] = {(std::int64_t{1} << 40) + world.rank()};

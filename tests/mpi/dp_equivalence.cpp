@@ -8,7 +8,7 @@
 #include <weft/comm/mpi.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
-#include <weft/train/data_parallel_step.hpp>
+#include <weft/exec/data_parallel_step.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -18,8 +18,8 @@
 #include <weft/model/moe.hpp>
 #include <weft/model/moe_gpt.hpp>
 #include <weft/parallel/plan.hpp>
-#include <weft/train/expert_parallel_step.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/exec/expert_parallel_step.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -10,13 +10,17 @@
 //   * under ZeRO >= 1 the arena has no moment sections: the shards are the only copy;
 //   * the whole: resident_bytes() within `tolerance` of stage(...).total() (activations are
 //     Korthikanti's count in the plan, the executor's own kept buffers in the arena).
-//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2>
+//   * mixed precision (the *-bf16 presets, precision<bf16, f32>): the same, with bf16
+//     parameters and gradients and f32 master weights and moments (ZeRO's 2 + 2 + 12 bytes per
+//     parameter): the arena's f32 sections under zero<0>, data_parallel_step's f32 shards (and,
+//     under zero<3>, its bf16 parameter shard) from zero<1> on.
+//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16>
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
 #include <weft/comm/mpi.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -28,9 +32,9 @@ using namespace weft;
 namespace {
 // Wide enough that the model states dominate the activations, as in a real run.
 using model_t = gpt<gpt_config<vocab<512>, context<16>, width<128>, heads<4>, depth<4>>>;
-using T = float;
-template <class Strategy>
-using plan_of = plan<model_t, batch<micro<2>, seq<16>>, precision<T>, Strategy>;
+template <class Strategy, class Precision = precision<float>>
+using plan_of = plan<model_t, batch<micro<2>, seq<16>>, Precision, Strategy>;
+using mixed = precision<bf16, f32>;
 template <std::size_t Zero>
 using dp_s = strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<Zero>>>;
 using tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>;
@@ -45,17 +49,22 @@ void run(mpi_communicator& world, const char* name) {
   auto& dp = step.inner();
   using dp_t = std::remove_cvref_t<decltype(dp)>;
   constexpr std::size_t zero = dp_t::zero_stage;
+  using T = typename Plan::value_type;
+  using M = typename Plan::master_type;
+  constexpr bool mixed = !std::is_same_v<T, M>;
+  static_assert(std::is_same_v<typename dp_t::M, M>);  // the shards are in the master type
   const std::size_t dpn = step.dp_size(), stage = step.coords().pp;
   const stage_memory planned = Plan::memory::stage(stage, dpn);
 
   // What the rank holds: the arena, and the shard vectors around it.
   const std::size_t arena = dp.local().resident_bytes(), resident = dp.resident_bytes(), shards = resident - arena;
-  const std::size_t block = dp.local().params().size() * sizeof(T);  // one full-size state section
-  const std::size_t arena_states = block * (zero == 0 ? 4 : 2);       // params, grads (+ m, v)
+  const std::size_t n = dp.local().params().size();
+  // params, grads (+ master under mixed precision, m, v)
+  const std::size_t arena_states = n * 2 * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
   const std::size_t planned_states = planned.model_state_bytes() + planned.working_bytes;
   WEFT_CHECK(dp_t::local_step::optimizer_state_in_arena == (zero == 0));
   WEFT_CHECK(dp.moments_m().size() == (zero >= 1 ? dp.shard_size() : 0));
-  WEFT_CHECK(dp.master_shard().size() == (zero == 3 ? dp.shard_size() : 0));
+  WEFT_CHECK(dp.master_shard().size() == (zero == 3 || (mixed && zero >= 1) ? dp.shard_size() : 0));
   if (step.coords().dp == 0) WEFT_CHECK(arena_states + shards == planned_states);  // the largest shard
   else WEFT_CHECK(arena_states + shards <= planned_states);
   const double ratio = static_cast<double>(resident) / static_cast<double>(planned.total());
@@ -84,14 +93,21 @@ int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
   test::world_rank = world.rank();
   const std::string preset = argc > 1 ? argv[1] : "";
-  test::require_args(world, argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2"}),
-                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2>", argc, argv);
+  test::require_args(world,
+                     argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2", "dp-bf16",
+                                                        "zero1-bf16", "zero2-bf16", "zero3-bf16"}),
+                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16>",
+                     argc, argv);
   if (preset == "dp") run<plan_of<dp_s<0>>>(world, "dp");
   else if (preset == "zero1") run<plan_of<dp_s<1>>>(world, "zero1");
   else if (preset == "zero2") run<plan_of<dp_s<2>>>(world, "zero2");
   else if (preset == "zero3") run<plan_of<dp_s<3>>>(world, "zero3");
   else if (preset == "tp2") run<plan_of<tp2_s>>(world, "tp2");
   else if (preset == "pp2") run<plan_of<pp2_s>>(world, "pp2");
+  else if (preset == "dp-bf16") run<plan_of<dp_s<0>, mixed>>(world, "dp-bf16");
+  else if (preset == "zero1-bf16") run<plan_of<dp_s<1>, mixed>>(world, "zero1-bf16");
+  else if (preset == "zero2-bf16") run<plan_of<dp_s<2>, mixed>>(world, "zero2-bf16");
+  else if (preset == "zero3-bf16") run<plan_of<dp_s<3>, mixed>>(world, "zero3-bf16");
   else run<plan_of<dp2tp2pp2_s>>(world, "dp2tp2pp2");
   return test::finish(world, ("memory_per_rank " + preset).c_str());
 }

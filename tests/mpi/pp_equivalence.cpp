@@ -12,8 +12,8 @@
 #include <weft/comm/mpi.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
-#include <weft/train/data_parallel_step.hpp>
-#include <weft/train/pipeline_step.hpp>
+#include <weft/exec/data_parallel_step.hpp>
+#include <weft/exec/pipeline_step.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -14,7 +14,7 @@
 #include <weft/comm/mpi.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 
 #include <cmath>
 #include <cstdint>

@@ -9,7 +9,7 @@
 #include <weft/comm/mpi.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 #include <weft/train/stability.hpp>
 
 #include <cmath>

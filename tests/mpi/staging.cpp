@@ -11,7 +11,7 @@
 #include <weft/comm/staging.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 
 #include <cstdint>
 #include <cstdio>

@@ -10,6 +10,8 @@
 #include "weft/parallel/plan.hpp"
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <set>
 #include <tuple>
 #include <type_traits>
@@ -115,4 +117,49 @@ TEST_CASE("expert_parallel: all-to-all bytes, and gradients summed over their ow
   CHECK(F::volume::stage(0).ep_bytes == 6 * dispatch);
   // without expert parallelism: nothing on the axis
   CHECK(whole::volume::stage(0).ep_bytes == 0);
+}
+
+TEST_CASE("expert_parallel: composes with ZeRO, pipelines and tensor parallelism, the mixture of experts replicated over tp",
+          "[parallel][tp][ep]") {
+  // every ZeRO stage and tensor parallelism (with or without sequence parallelism) beside ep
+  using z3 = strategy<mesh<axis<"dp">, axis<"ep", 2>>, expert_parallel<"ep">, data_parallel<"dp", zero<3>>>;
+  STATIC_REQUIRE(z3::valid && z3::zero_stage == 3 && z3::ep == 2);
+  using ept = strategy<mesh<axis<"dp">, axis<"ep", 2>, axis<"tp", 2>>, expert_parallel<"ep">, tensor_parallel<"tp">,
+                       data_parallel<"dp", zero<1>>>;
+  STATIC_REQUIRE(ept::valid && ept::tp == 2 && ept::ep == 2 && ept::dp_size(8) == 2 && ept::dp_size(6) == 0);
+  // and pipelines: rank = ((pp index · dp + dp index) · ep + ep index) · tp + tp index
+  using epp = strategy<mesh<axis<"ep", 2>, axis<"pp", 2>>, expert_parallel<"ep">, pipeline<"pp", microbatches<2>>>;
+  STATIC_REQUIRE(epp::valid && epp::world_size == 4 && epp::coords(3, 1) == rank_coords{1, 0, 0, 1});
+  CHECK(ept::coords(1, 2) == rank_coords{0, 0, 1, 0});
+  CHECK(ept::coords(2, 2) == rank_coords{0, 0, 0, 1});
+  CHECK(ept::coords(7, 2) == rank_coords{0, 1, 1, 1});
+  // tp_shard keeps a mixture of experts whole, its parameters listed as replicated
+  STATIC_REQUIRE(std::is_same_v<tp_shard_t<moe_t, 2, false>, detail::tp_replicated_layer<moe_t>>);
+  STATIC_REQUIRE(std::is_same_v<tp_shard_t<ep_moe_mlp<moe_t, 2>, 2, true>, detail::sp_replicated_layer<ep_moe_mlp<moe_t, 2>, 2>>);
+  // under SP it keeps the gathered input (batch, seq, width) besides the layer's own activations
+  using spl = detail::sp_replicated_layer<moe_t, 2>;
+  STATIC_REQUIRE(spl::kept_count<2, 4> == 2 * 8 * 16 + moe_t::kept_count<2, 8>);
+  // one rank of ep x tp: the ep map first (E/ep experts), then the tp map (attention halved,
+  // the mixture of experts whole)
+  using PT = plan<model_t, tiny_batch, ept, precision<double>>;
+  STATIC_REQUIRE(std::is_same_v<PT::rank_model, moe_gpt<cfg, ep_moe_mlp<moe_t, 2>>>);
+  using TPP = tensor_parallel_plan<PT>;
+  std::map<std::string, param_info> rank;
+  for (const param_info& p : PT::parameters()) rank[p.name] = p;
+  std::size_t moe_params = 0, checked = 0;
+  for (const param_info& p : TPP::parameters()) {
+    const param_info& w = rank.at(p.name);
+    if (p.name.find(".mlp.") != std::string::npos) {
+      CHECK(p.tp_role == role::replicated);  // the shared expert's column/row linears too
+      CHECK(p.size == w.size);
+      moe_params += p.size;
+    } else if (p.name == "h.0.attn.c_attn.weight") {
+      CHECK(p.size * 2 == w.size);
+      ++checked;
+    }
+  }
+  CHECK(checked == 1);
+  CHECK(moe_params == cfg::depth * ep_moe_mlp<moe_t, 2>::param_count);
+  // the memory model prices it (the MoE counted whole on every tp rank)
+  STATIC_REQUIRE(PT::strategy_fits && PT::memory_per_rank > 0);
 }

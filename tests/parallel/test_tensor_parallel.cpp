@@ -8,8 +8,8 @@
 #include "weft/model/llama.hpp"
 #include "weft/parallel/plan.hpp"
 #include "weft/parallel/tensor_parallel.hpp"
-#include "weft/train/tensor_parallel_step.hpp"
-#include "weft/train/training_step.hpp"
+#include "weft/exec/tensor_parallel_step.hpp"
+#include "weft/exec/training_step.hpp"
 
 #include <algorithm>
 #include <barrier>

@@ -2,7 +2,8 @@
 """Runs plan_cluster with the given arguments and checks its exit status and output.
    check_plan_cluster.py MODE EXE ARGS...
 MODE text: rc 0 and the report's sections; json: rc 0 and the JSON fields, consistent;
-html: rc 0 and the HTML file has its four SVG charts; bad: rc != 0 and one line on stderr."""
+html: rc 0 and the HTML file has its four SVG charts; bad: rc != 0 and one line on stderr;
+moe: text, and the chosen strategy names expert parallelism, ep > 1 dividing the experts."""
 import json, os, re, subprocess, sys, tempfile
 import xml.etree.ElementTree as ET
 
@@ -22,7 +23,7 @@ if mode == "bad":
     need(len(lines) == 1 and lines[0].startswith("plan_cluster: "), f"one 'plan_cluster: ...' line on stderr, got {p.stderr!r}")
 else:
     need(p.returncode == 0, f"exit status {p.returncode}: {p.stderr.strip()}")
-if mode == "text" and p.returncode == 0:
+if mode in ("text", "moe") and p.returncode == 0:
     for section in ["== one GPU alone", "== strategy on", "by bottleneck", "tokens/s, MFU", "Young/Daly", "== scaling out",
                     "== one monolithic machine", "verdict:"]:
         need(section in p.stdout, f"text output lacks '{section}'")
@@ -38,8 +39,12 @@ if mode == "json" and p.returncode == 0:
             need(k in j and j[k] is not None, f"JSON lacks {k}")
         if not fail:
             gpus = j["cluster"]["gpus"]
-            need(j["tp"] * j["pp"] * j["dp"] == gpus, "tp*pp*dp is not the GPU count")
-            need(j["dp"] * j["micro_batch"] * j["microbatches"] == j["batch"]["sequences"], "the batch is not covered")
+            ep = j.get("ep", 1)  # expert-parallel ranks (mixtures of experts); each brings its own tokens
+            need(j["tp"] * j["pp"] * j["dp"] * ep == gpus, "tp*pp*dp*ep is not the GPU count")
+            need(j["dp"] * ep * j["micro_batch"] * j["microbatches"] == j["batch"]["sequences"], "the batch is not covered")
+            need(j["model"].get("experts", 0) == 0 and ep == 1 or ep >= 1 and j["model"]["experts"] % ep == 0,
+                 "ep does not divide the experts (or a dense model has ep > 1)")
+            need(j["strategy"].get("ep") == ep, "the strategy object's ep differs")
             need(0 < j["memory_per_gpu_bytes"] <= j["cluster"]["usable_bytes"], "memory per GPU is over the usable memory")
             need(abs(sum(b["seconds"] for b in j["breakdown"]) - j["step_seconds"]) <= 1e-6 * j["step_seconds"] + 1e-9,
                  "the breakdown does not add up to the step")
@@ -51,6 +56,14 @@ if mode == "json" and p.returncode == 0:
             need(all(a["step_seconds"] >= j["step_seconds"] for a in j["alternatives"]), "an alternative is faster than the choice")
             need(j["checkpoint_interval_minutes"] > 0, "no checkpoint interval")
             need(len(j["scaling"]) >= 1, "no scaling rows")
+if mode == "moe" and p.returncode == 0:
+    m = re.search(r"^chosen: .*\bdp (\d+), ep (\d+),", p.stdout, re.M)
+    e = re.search(r"^mixture of experts: (\d+) experts", p.stdout, re.M)
+    need(e is not None, "the job does not say it is a mixture of experts")
+    need(m is not None, "the chosen strategy does not name ep")
+    if m and e:
+        ep, experts = int(m.group(2)), int(e.group(1))
+        need(ep > 1 and experts % ep == 0, f"ep {ep} is not > 1 dividing {experts} experts")
 if mode == "html" and p.returncode == 0:
     html = open(path).read()
     os.remove(path)

@@ -29,6 +29,22 @@ if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
                        PROPERTIES LABELS planner TIMEOUT 120)
 endif()
 
+# A mixture of experts: the search adds expert parallelism (text names ep > 1; JSON consistent with ep).
+if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
+  add_test(NAME planner.plan_cluster.moe_text
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py moe $<TARGET_FILE:plan_cluster>
+                   --model mixtral-8x7b --cluster h100-sxm --nodes 4 --global-batch 512 --seq 4096 --pp 1 --max-nodes 8)
+  add_test(NAME planner.plan_cluster.moe_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py json $<TARGET_FILE:plan_cluster>
+                   --family gpt --layers 4 --width 512 --heads 8 --vocab 32000 --experts 16 --top-k 2 --seq 1024
+                   --global-batch 64 --cluster a100-80gb --nodes 1 --memory-gb 1.5 --tokens 1e9 --json)
+  add_test(NAME planner.plan_cluster.moe_bad_ep
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
+                   --model mixtral-8x7b --ep 3)
+  set_tests_properties(planner.plan_cluster.moe_text planner.plan_cluster.moe_json planner.plan_cluster.moe_bad_ep
+                       PROPERTIES LABELS planner TIMEOUT 120)
+endif()
+
 # The compile-time search over a realistic space compiles in under 60 s (benchmarks/planner).
 add_test(NAME planner.auto_strategy_compile_time
          COMMAND bash ${PROJECT_SOURCE_DIR}/benchmarks/planner/bench_auto_strategy.sh ${CMAKE_CXX_COMPILER}

@@ -18,8 +18,8 @@
 // axes cannot go unnoticed). Exit status 0 on success, 1 on an error (message on stderr), 2 on usage.
 #include "weft/model/gpt.hpp"             // gpt, gpt_config
 #include "weft/parallel/plan.hpp"         // plan, batch, micro, seq
-#include "weft/train/checkpoint.hpp"      // save_checkpoint, load_weights
-#include "weft/train/training_step.hpp"   // training_step
+#include "weft/io/checkpoint.hpp"      // save_checkpoint, load_weights
+#include "weft/exec/training_step.hpp"   // training_step
 
 #include <cstdint>
 #include <cstdio>

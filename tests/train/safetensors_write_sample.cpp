@@ -8,7 +8,7 @@
 //
 // The expected values are simple formulas that the Python script spells out independently.
 // Exit status 0 on success, 1 on a mismatch (one line per problem on stderr), 2 on usage errors.
-#include "weft/train/safetensors.hpp"
+#include "weft/io/safetensors.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -21,7 +21,7 @@
 
 namespace {
 
-namespace d = weft::train::detail;  // shape_string, st_quote for messages
+namespace d = weft::io::detail;  // shape_string, st_quote for messages
 
 // ---- write mode ----
 

@@ -6,12 +6,12 @@
 // lm_head.weight) load.
 #include <weft/model.hpp>
 #include <weft/parallel/plan.hpp>
-#include <weft/train/batch_sampler.hpp>
-#include <weft/train/checkpoint.hpp>
-#include <weft/train/safetensors.hpp>
-#include <weft/train/splitmix64.hpp>
-#include <weft/train/token_buffer.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/data/batch_sampler.hpp>
+#include <weft/io/checkpoint.hpp>
+#include <weft/io/safetensors.hpp>
+#include <weft/data/splitmix64.hpp>
+#include <weft/data/token_buffer.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include "temp_dir.hpp"
 

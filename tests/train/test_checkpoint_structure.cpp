@@ -6,9 +6,9 @@
 #include <weft/model.hpp>
 #include <weft/model/structure.hpp>
 #include <weft/parallel/plan.hpp>
-#include <weft/train/checkpoint.hpp>
-#include <weft/train/safetensors.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/io/checkpoint.hpp>
+#include <weft/io/safetensors.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include "temp_dir.hpp"
 

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 #include <weft/comm/single.hpp>
 #include <weft/model.hpp>
-#include <weft/train/distributed_checkpoint.hpp>
+#include <weft/io/distributed_checkpoint.hpp>
 
 #include <algorithm>
 #include <cstdint>

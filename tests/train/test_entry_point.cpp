@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <weft/comm/single.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 #include <weft/weft.hpp>
 
 #include <vector>
@@ -64,4 +64,16 @@ TEST_CASE("make_training_step on one process equals training_step bit for bit", 
     CHECK(zero3[i] == expected[i]);
   }
   CHECK(expected.back() < expected.front());  // it trains
+}
+
+TEST_CASE("training_step reads a batch source directly, as a fill callable would", "[train][entry]") {
+  const text_corpus corpus = make_corpus();
+  batch_sampler<plain_plan::B, plain_plan::S> by_source(token_view(corpus), 11), by_fill(token_view(corpus), 11);
+  training_step<plain_plan> a(options()), b(options());
+  for (int s = 0; s < 3; ++s) {
+    const double la = a.step(by_source).loss;
+    const double lb = b.step([&](auto tok, auto tgt) { by_fill.next(tok, tgt); }).loss;
+    CHECK(la == lb);
+  }
+  CHECK(a.evaluate(by_source, 2) == b.evaluate([&](auto tok, auto tgt) { by_fill.next(tok, tgt); }, 2));
 }

@@ -1,6 +1,6 @@
 // Tests of the loader pieces: text_corpus, split, batch_sampler, eval_batches, splitmix64.
 // Most use an "identity" corpus whose token i is i, so a token names its own position.
-#include "weft/train/loader.hpp"
+#include "weft/data/loader.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -7,8 +7,8 @@
 #include <weft/model.hpp>
 #include <weft/parallel.hpp>
 #include <weft/parallel/pipeline_stage.hpp>
-#include <weft/train/pipeline_step.hpp>
-#include <weft/train/training_step.hpp>
+#include <weft/exec/pipeline_step.hpp>
+#include <weft/exec/training_step.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
-// Tests of weft/train/safetensors.hpp: writer/reader round trip, byte-exact agreement with
+// Tests of weft/io/safetensors.hpp: writer/reader round trip, byte-exact agreement with
 // the reference implementation's own test vectors, decoding of known F16/BF16 bit patterns,
 // and one clear checkpoint_error per kind of corrupt file.
-#include "weft/train/safetensors.hpp"
+#include "weft/io/safetensors.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -332,6 +332,23 @@ TEST_CASE("reader decodes JSON escapes and tolerates whitespace", "[train][safet
   CHECK(f.metadata().at("k\xc3\xa9y") == "a/b\"c\\d\n\xf0\x9f\x98\x80");
   REQUIRE(f.names() == std::vector<std::string>{"w\t1"});
   CHECK(f.read_as<float>("w\t1") == std::vector<float>{1.0f, -2.0f});
+}
+
+// The header is JSON, so names and metadata are UTF-8: the writer refuses other bytes at the
+// call that brings them, the reader refuses a header that holds them (as the reference does).
+TEST_CASE("names and metadata must be valid UTF-8", "[train][safetensors]") {
+  temp_dir dir;
+  const std::vector<float> v{1, 2};
+  safetensors_writer w;
+  CHECK_THAT(error_of([&] { w.add("bad\xff", {2}, v); }), Catch::Contains("not valid UTF-8"));
+  CHECK_THAT(error_of([&] { w.set_metadata("k", "\xc3"); }), Catch::Contains("must be valid UTF-8"));
+  CHECK(w.size() == 0);
+  w.add("caf\xc3\xa9", {2}, v).set_metadata("k\xc3\xa9", "v\xf0\x9f\x98\x80");
+  w.write(dir / "utf8.safetensors");
+  const auto f = safetensors_file::open(dir / "utf8.safetensors");
+  CHECK(f.names() == std::vector<std::string>{"caf\xc3\xa9"});
+  CHECK(f.metadata().at("k\xc3\xa9") == "v\xf0\x9f\x98\x80");
+  require_open_fails(dir, make_file("{\"a\xff\":1}", 0), "not valid UTF-8");
 }
 
 // ---- corrupt files: each gives its own error ----

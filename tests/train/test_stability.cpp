@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <weft/comm/single.hpp>
-#include <weft/train/distributed_step.hpp>
+#include <weft/exec/distributed_step.hpp>
 #include <weft/train/preemption.hpp>
 #include <weft/train/stability.hpp>
 #include <weft/weft.hpp>

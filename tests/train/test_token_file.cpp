@@ -1,8 +1,8 @@
 // Tests of token_file (nanoGPT raw and llm.c shards, memory-mapped), token_buffer and
 // token_view. Files are written byte by byte here, independently of the reader.
-#include "weft/train/token_buffer.hpp"
-#include "weft/train/token_file.hpp"
-#include "weft/train/token_view.hpp"
+#include "weft/data/token_buffer.hpp"
+#include "weft/data/token_file.hpp"
+#include "weft/data/token_view.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,5 +1,5 @@
 // Tests of byte_tokenizer: byte values, round trips, invalid tokens.
-#include "weft/train/tokenizer.hpp"
+#include "weft/data/tokenizer.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -6,6 +6,7 @@
 // rank of the group must make the same collective calls in the same order with the same
 // element counts (as in MPI). A run-time error ends the whole job through `abort`: one
 // line on stderr, every rank gone, never a hang.
+#include "weft/core/dtype.hpp"  // bf16, f16, half_float
 
 #include <algorithm>
 #include <concepts>
@@ -24,11 +25,15 @@ namespace weft {
 enum class reduce_op { sum, max };
 
 /// Element types a communicator moves: the dtypes of parameters, gradients, token ids and
-/// flags. Each maps to a native MPI/NCCL datatype, so nothing is ever serialised.
+/// flags. Each maps to a native MPI/NCCL datatype, so nothing is ever serialised. bf16 and f16
+/// (the parameters and gradients of precision<bf16, f32> and <f16, f32>) are moved as their 2
+/// bytes; their sum and max are computed in float and rounded once per pair of operands (MPI:
+/// a user-defined MPI_Op, NCCL: ncclBfloat16). The `communicator` concept below does not
+/// require them.
 template <class T>
 concept comm_scalar = std::same_as<T, float> || std::same_as<T, double> ||
                       std::same_as<T, std::int32_t> || std::same_as<T, std::int64_t> ||
-                      std::same_as<T, std::uint8_t>;
+                      std::same_as<T, std::uint8_t> || half_float<T>;
 
 /// A buffer a communicator reads: any contiguous sized range of comm_scalar elements
 /// (std::span of any extent, std::vector, std::array, C array).

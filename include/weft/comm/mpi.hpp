@@ -62,10 +62,43 @@ inline MPI_Datatype mpi_datatype() {
   else if constexpr (std::same_as<T, double>) return MPI_DOUBLE;
   else if constexpr (std::same_as<T, std::int32_t>) return MPI_INT32_T;
   else if constexpr (std::same_as<T, std::int64_t>) return MPI_INT64_T;
+  else if constexpr (half_float<T>) return MPI_UINT16_T;  // its bits; reduced by half_op below
   else return MPI_UINT8_T;
 }
 
-inline MPI_Op mpi_op(reduce_op op) { return op == reduce_op::sum ? MPI_SUM : MPI_MAX; }
+// ---- bf16 / f16 reductions: MPI has no 16-bit float types, so their bits travel as
+// MPI_UINT16_T and a user-defined MPI_Op adds (or takes the max of) each pair in float,
+// rounding once ----
+template <half_float H, bool Max>
+inline void half_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *len; ++i) {
+    const float x = static_cast<float>(a[i]), y = static_cast<float>(b[i]);
+    b[i] = H(Max ? (x > y || x != x ? x : y) : x + y);  // max keeps a NaN
+  }
+}
+// Created on first use (after MPI_Init) and kept for the life of the process.
+template <half_float H>
+inline MPI_Op half_op(reduce_op op) {
+  static const MPI_Op sum = [] {
+    MPI_Op o = MPI_OP_NULL;
+    MPI_Op_create(&half_reduce<H, false>, /*commute=*/1, &o);
+    return o;
+  }();
+  static const MPI_Op max = [] {
+    MPI_Op o = MPI_OP_NULL;
+    MPI_Op_create(&half_reduce<H, true>, /*commute=*/1, &o);
+    return o;
+  }();
+  return op == reduce_op::sum ? sum : max;
+}
+
+template <comm_scalar T>
+inline MPI_Op mpi_op(reduce_op op) {
+  if constexpr (half_float<T>) return half_op<T>(op);
+  else return op == reduce_op::sum ? MPI_SUM : MPI_MAX;
+}
 
 // Prints one line (world rank) and ends every rank of the job with `code`.
 [[noreturn]] inline void mpi_abort(int code, std::string_view msg) {
@@ -255,7 +288,7 @@ class mpi_communicator {
     const auto inout = detail::as_span(buffer);
     if (inout.empty()) return;  // every rank passes the same count, so every rank skips
     detail::mpi_check(MPI_Allreduce(MPI_IN_PLACE, inout.data(), count("all_reduce", inout.size()),
-                                    detail::mpi_datatype<T>(), detail::mpi_op(op), native()),
+                                    detail::mpi_datatype<T>(), detail::mpi_op<T>(op), native()),
                       "all_reduce");
   }
 
@@ -269,7 +302,7 @@ class mpi_communicator {
     require_blocks("reduce_scatter", "input", in.size(), out.size());
     if (out.empty()) return;
     detail::mpi_check(MPI_Reduce_scatter_block(in.data(), out.data(), count("reduce_scatter", out.size()),
-                                               detail::mpi_datatype<T>(), MPI_SUM, native()),
+                                               detail::mpi_datatype<T>(), detail::mpi_op<T>(reduce_op::sum), native()),
                       "reduce_scatter");
   }
 
@@ -297,7 +330,7 @@ class mpi_communicator {
     MPI_Request r = MPI_REQUEST_NULL;
     if (inout.empty()) return request(r, detail::mpi_datatype<T>(), -1);
     detail::mpi_check(MPI_Iallreduce(MPI_IN_PLACE, inout.data(), count("iall_reduce", inout.size()),
-                                     detail::mpi_datatype<T>(), detail::mpi_op(op), native(), &r),
+                                     detail::mpi_datatype<T>(), detail::mpi_op<T>(op), native(), &r),
                       "iall_reduce");
     return request(r, detail::mpi_datatype<T>(), -1);
   }
@@ -311,8 +344,8 @@ class mpi_communicator {
     const auto in = detail::as_span(in_buffer);
     const auto out = detail::as_span(out_buffer);
     check_counts("reduce_scatter_v", counts, in.size(), out.size());
-    detail::mpi_check(MPI_Reduce_scatter(in.data(), out.data(), counts.data(), detail::mpi_datatype<T>(), MPI_SUM,
-                                         native()),
+    detail::mpi_check(MPI_Reduce_scatter(in.data(), out.data(), counts.data(), detail::mpi_datatype<T>(),
+                                         detail::mpi_op<T>(reduce_op::sum), native()),
                       "reduce_scatter_v");
   }
 

@@ -30,7 +30,9 @@ inline constexpr int scalar_id_v = std::same_as<T, float>          ? 0
                                    : std::same_as<T, double>       ? 1
                                    : std::same_as<T, std::int32_t> ? 2
                                    : std::same_as<T, std::int64_t> ? 3
-                                                                   : 4;
+                                   : std::same_as<T, std::uint8_t> ? 4
+                                   : std::same_as<T, bf16>         ? 5
+                                                                   : 6;  // f16
 
 // A receive posted with irecv that no send has matched yet.
 struct self_receive {

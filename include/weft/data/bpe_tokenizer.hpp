@@ -13,8 +13,8 @@
 // added special token) decodes to its own UTF-8 text. Loading throws `data_error`, one line.
 #include "weft/data/detail/vocab_json.hpp"  // vocab_json_reader
 #include "weft/data/gpt2_pretokenizer.hpp"  // gpt2_pretokenizer
-#include "weft/train/data_error.hpp"        // data_error
-#include "weft/train/splitmix64.hpp"        // splitmix64::mix64 (hash of a token pair)
+#include "weft/data/data_error.hpp"        // data_error
+#include "weft/data/splitmix64.hpp"        // splitmix64::mix64 (hash of a token pair)
 
 #include <array>
 #include <cstddef>

@@ -8,7 +8,7 @@
 // batch (the batches before it are delivered first). The destructor stops and joins the thread.
 // The checkpoint position is that of the last batch handed out (`state()`), not of the batches
 // read ahead.
-#include "weft/train/batch_source.hpp"  // batch_source
+#include "weft/data/batch_source.hpp"  // batch_source
 
 #include <algorithm>
 #include <condition_variable>

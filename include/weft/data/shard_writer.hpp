@@ -7,8 +7,8 @@
 // count, patched when the shard is closed. Every file is written whole before it gets its name
 // (`<name>.tmp`, then renamed), so a reader never maps a half-written shard; a writer destroyed
 // by an exception deletes its unfinished shard.
-#include "weft/train/data_error.hpp"  // data_error
-#include "weft/train/token_file.hpp"  // token_format, token_dtype, llmc_header, nanogpt_u32_suffix
+#include "weft/data/data_error.hpp"  // data_error
+#include "weft/data/token_file.hpp"  // token_format, token_dtype, llmc_header, nanogpt_u32_suffix
 
 #include <array>
 #include <cerrno>

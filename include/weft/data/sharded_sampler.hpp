@@ -14,10 +14,10 @@
 // exceptions, no I/O but page faults on the mapped shards.
 #include "weft/core/diagnostics.hpp"     // diag::at_least
 #include "weft/data/token_shards.hpp"    // token_shards
-#include "weft/train/data_error.hpp"     // data_error
-#include "weft/train/data_shard.hpp"     // data_shard
-#include "weft/train/splitmix64.hpp"     // splitmix64
-#include "weft/train/token_view.hpp"     // token_view
+#include "weft/data/data_error.hpp"     // data_error
+#include "weft/data/data_shard.hpp"     // data_shard
+#include "weft/data/splitmix64.hpp"     // splitmix64
+#include "weft/data/token_view.hpp"     // token_view
 
 #include <algorithm>
 #include <bit>

@@ -4,9 +4,9 @@
 // nanoGPT's `train.bin`), each a `token_file`: nanoGPT raw or llm.c, uint16 or uint32 tokens,
 // mixed freely. The shards are kept in the given (or, for a directory, sorted-name) order, so
 // the sample stream built on them is the same on every machine. All checks happen in `open`.
-#include "weft/train/data_error.hpp"  // data_error
-#include "weft/train/token_file.hpp"  // token_file, token_format, token_dtype
-#include "weft/train/token_view.hpp"  // token_view
+#include "weft/data/data_error.hpp"  // data_error
+#include "weft/data/token_file.hpp"  // token_file, token_format, token_dtype
+#include "weft/data/token_view.hpp"  // token_view
 
 #include <algorithm>
 #include <cstddef>

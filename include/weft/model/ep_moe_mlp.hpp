@@ -8,8 +8,9 @@
 // Parameters, with this rank's shapes:
 //   gate.weight (expert E, in), experts.up_proj or experts.gate_up_proj (expert E/EP, ·, in),
 //   experts.down_proj (expert E/EP, out, ffn), shared_expert.… (whole)
-// What the caller does with the gradients (expert_parallel_step's job; plan<> swaps moe_mlp for
-// this form under a strategy with expert_parallel<"ep">, parallel/expert_parallel.hpp):
+// What the caller does with the gradients (expert_parallel_local's or expert_parallel_step's job;
+// plan<> swaps moe_mlp for this form under a strategy with expert_parallel<"ep">,
+// parallel/expert_parallel.hpp):
 // `experts.*` sum over data parallelism only, everything else over data x expert parallelism
 // (is_expert_parameter tells them apart).
 #include "weft/core/shape.hpp"                  // shape, axis
@@ -43,6 +44,9 @@ struct ep_moe_mlp {
   using shared_type = typename Moe::shared_type;
   static constexpr bool has_shared = Moe::has_shared;
   static constexpr std::string_view structure_name = "ep_moe_mlp";
+  /// Tensor parallelism runs it whole on every rank (tp_shard, parallel/tensor_parallel.hpp): its
+  /// expert group is then the ranks with the same tp index.
+  static constexpr bool tp_replicated = true;
 
   using w1_param = std::conditional_t<
       Moe::swiglu, param<"experts.gate_up_proj", shape<axis<"expert", El>, axis<"out", H1>, axis<"in", C>>, role::replicated, init::normal<20>>,

@@ -21,8 +21,9 @@
 // pre-activations (R, ffn or 2·ffn), activations (R, ffn), expert outputs (R, C), and the
 // routing as int32 (choices (N, k), slots (N, k), tokens (R), offsets (E + 1)), one element of
 // the kept block each (the host element types are at least 4 bytes), then the shared expert's.
-// Tensor parallelism is not implemented for this layer (a tp > 1 plan fails to compile in
-// model_partition); expert parallelism is model/moe_expert_parallel.hpp and model/ep_moe_mlp.hpp.
+// Tensor parallelism runs the layer whole on every rank of the group (replicated, as a norm;
+// under sequence parallelism on the gathered sequence: parallel/tensor_parallel.hpp); expert
+// parallelism is model/moe_expert_parallel.hpp and model/ep_moe_mlp.hpp.
 #include "weft/core/diagnostics.hpp"  // diag::at_least
 #include "weft/core/shape.hpp"        // shape, axis
 #include "weft/model/aux_loss.hpp"    // aux_losses
@@ -142,6 +143,8 @@ struct moe_mlp {
   using params = std::conditional_t<swiglu, detail::moe_params_swiglu<C, Experts, expert_in, Ffn>,
                                     detail::moe_params_gelu<C, Experts, expert_in, Ffn>>;
   static constexpr std::string_view structure_name = "moe_mlp";
+  /// Tensor parallelism runs it whole on every rank (tp_shard, parallel/tensor_parallel.hpp).
+  static constexpr bool tp_replicated = true;
   static constexpr std::size_t in_width = C, out_width = C;
   static constexpr std::size_t own_param_count = params::size;
   static constexpr std::size_t param_count = own_param_count + shared_type::param_count;

@@ -2,19 +2,21 @@
 // ---- host_element: the element types the host ops store, and the types they compute in ----
 // The host ops are templates on the storage type T, deduced from their pointers. A built-in
 // floating type (double, the correctness oracle; float, training; long double, which exercises
-// the portable, non-BLAS paths) is computed in itself. weft::bf16 is a storage type only: every
-// op loads bf16 into float (compute_t), computes and accumulates as it would for float (row
-// statistics in acc_t, i.e. double), and rounds once when it stores. Norm statistics and
-// per-row losses of a bf16 op are kept in stat_t = float (see docs/precision.md).
-#include "weft/core/dtype.hpp"  // bf16
+// the portable, non-BLAS paths) is computed in itself. weft::bf16 and weft::f16 are storage
+// types only: every op loads them into float (compute_t), computes and accumulates as it would
+// for float (row statistics in acc_t, i.e. double), and rounds once when it stores. Norm
+// statistics and per-row losses of a bf16/f16 op are kept in stat_t = float (see
+// docs/precision.md). f16's range ends at 65504: a store beyond it gives inf, which the step's
+// dynamic loss scaling detects (train/loss_scaler.hpp).
+#include "weft/core/dtype.hpp"  // bf16, f16, half_float
 
 #include <concepts>
 
 namespace weft::ops {
 
-/// Satisfied by the element types the host ops accept: float, double, long double, bf16.
+/// Satisfied by the element types the host ops accept: float, double, long double, bf16, f16.
 template <class T>
-concept host_element = std::floating_point<T> || std::same_as<T, bf16>;
+concept host_element = std::floating_point<T> || half_float<T>;
 
 namespace detail {
 
@@ -26,10 +28,14 @@ template <>
 struct compute_type<bf16> {
   using type = float;
 };
+template <>
+struct compute_type<f16> {
+  using type = float;
+};
 
 }  // namespace detail
 
-/// The type a host op computes in for storage type T: T itself, float for bf16.
+/// The type a host op computes in for storage type T: T itself, float for bf16 and f16.
 template <host_element T>
 using compute_t = typename detail::compute_type<T>::type;
 
@@ -41,6 +47,6 @@ using stat_t = compute_t<T>;
 
 /// Whether T is a storage-only type (its ops load into compute_t<T> and round on store).
 template <class T>
-inline constexpr bool is_storage_only_v = std::same_as<T, bf16>;
+inline constexpr bool is_storage_only_v = half_float<T>;
 
 }  // namespace weft::ops

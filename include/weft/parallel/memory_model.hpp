@@ -43,6 +43,13 @@
 // dropout mask, sbh/t per micro-batch in flight (sbhp/t for 1F1B), and on the last stage the
 // final layernorm's and the head's inputs and the 32-bit logits of the loss, 4sbh/t·(1 + v/h);
 // both are counted here (embedding_bytes, output_bytes) with the same generalisations.
+// Mixtures of experts (moe_gpt, moe_llama: a moe_mlp in place of every block's MLP) keep what
+// the layer lays out, not a dense MLP's inner activations: for N tokens the router's probs (N, E)
+// and gates (N, k), the N·k routed rows through the experts' hidden width (pre-activations and
+// activations) and back (outputs), the int32 routing, the shared expert's; under expert
+// parallelism (ep_moe_mlp) the receive-side buffers of ep·N·k rows instead (moe_kept_bytes: the
+// arena's counts). Their states under ZeRO shard over dp, experts and the rest alike (one
+// expert group's ranks hold the same dense states: expert_parallel_local in data_parallel_step).
 // Working buffers — what weft's executors hold whole on top of ZeRO's partition
 // (zero_working_bytes): under ZeRO-2 and -3 backward writes the whole gradient block, which
 // is reduce-scattered after it (the paper reduce-scatters bucket by bucket during backward),
@@ -117,11 +124,42 @@ struct layer_activation_dims {
   bool gated = false;             ///< SwiGLU: keeps 3·ffn per token (gate|up and their product), GELU 2·ffn
   std::size_t element_bytes = 2;  ///< e: bytes of a kept activation
   std::size_t mask_bytes = 0;     ///< bytes of a dropout mask element; 0 without dropout
+  // ---- a mixture of experts in place of the MLP (moe_mlp; experts = 0: a dense MLP) ----
+  std::size_t experts = 0;        ///< E
+  std::size_t top_k = 0;          ///< k: routed rows per token
+  std::size_t expert_in = 0;      ///< rows of an expert's first matrix: ffn (GELU) or 2·ffn (SwiGLU)
+  std::size_t ep = 1;             ///< expert-parallel ranks (ep_moe_mlp): receive buffers of ep·N·k rows
+  std::size_t shared_kept = 0;    ///< elements the shared expert keeps per token (0 without one)
 };
 
 namespace detail {
 constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return (a + b - 1) / b; }
 }  // namespace detail
+
+/// Bytes a mixture of experts keeps for `tokens` tokens (one micro-batch's rows on a rank): what
+/// moe_mlp::kept_layout (ep = 1) and moe_expert_parallel::kept_layout (ep > 1) lay out, with
+/// N = tokens, R = N·k routed rows and, under expert parallelism, RM = ep·R rows a rank may receive:
+///   ep = 1   probs (N, E), gates (N, k), expert pre-activations (R, expert_in), activations (R, ffn),
+///            outputs (R, C);                 int32 routing 3R + E + 1
+///   ep > 1   probs, gates, outputs back home (R, C), rows received (RM, C), pre-activations
+///            (RM, expert_in), activations (RM, ffn); int32 routing 3R + (E + 1) + 2·ep + ep·El + ep·(El + 1)
+/// plus the shared expert's kept elements. The routing is counted at max(e, 4) bytes an entry: the
+/// arena keeps each in one element slot (the host layers need elements of at least 4 bytes), a
+/// device keeps int32s; for e >= 4 the count is the arena's, kept_count · e, exactly.
+constexpr std::size_t moe_kept_bytes(const layer_activation_dims& d, std::size_t tokens) noexcept {
+  const std::size_t n = tokens, e = d.element_bytes, c = d.width, k = d.top_k, E = d.experts;
+  const std::size_t ep = d.ep == 0 ? 1 : d.ep, el = E / ep, r = n * k, rm = ep * r;
+  const std::size_t routing = n * E + n * k;  // probs, gates
+  std::size_t values = 0, ints = 0;
+  if (ep == 1) {
+    values = routing + r * d.expert_in + r * d.ffn + r * c;
+    ints = 3 * r + E + 1;
+  } else {
+    values = routing + r * c + rm * c + rm * d.expert_in + rm * d.ffn;
+    ints = 3 * r + (E + 1) + 2 * ep + ep * el + ep * (el + 1);
+  }
+  return (values + n * d.shared_kept) * e + ints * std::max<std::size_t>(e, 4);
+}
 
 /// Bytes one layer keeps for backward, on one of `tp` tensor-parallel ranks (Korthikanti et al.
 /// 2022, Table 2, term by term; see the top of this file).
@@ -136,13 +174,28 @@ constexpr std::size_t layer_activation_bytes(const layer_activation_dims& d, std
   const std::size_t whole = 4 * h * e + 2 * h * d.mask_bytes;
   // Per token, split by tp along heads / ffn: Q, K, V, the output projection's input, the MLP's
   // inner activations (GELU: its input and output; SwiGLU: gate|up and their product).
+  // A mixture of experts has no tensor-parallel cut: its inner activations are moe_kept_bytes.
+  const std::size_t mlp_inner = d.experts > 0 ? 0 : (d.gated ? 3 : 2) * detail::ceil_div(d.ffn, tp);
   const std::size_t split = (detail::ceil_div(d.heads, tp) * head_dim + 2 * detail::ceil_div(d.kv_heads, tp) * head_dim +
-                             detail::ceil_div(d.heads, tp) * head_dim + (d.gated ? 3 : 2) * detail::ceil_div(d.ffn, tp)) *
+                             detail::ceil_div(d.heads, tp) * head_dim + mlp_inner) *
                             e;
   // Per (sequence, head, query, key): the softmax output, with dropout also its dropped copy and mask.
   const std::size_t score = e + (d.mask_bytes > 0 ? e + d.mask_bytes : 0);
   const std::size_t scores = rc == recompute_kind::selective ? 0 : detail::ceil_div(d.heads, tp) * s * s * b * score;
-  return s_rank * b * whole + s * b * split + scores;
+  // The experts are held whole by every tensor-parallel rank (tp_shard replicates a mixture of
+  // experts; it has no sequence-parallel form), which routes all the micro-batch's tokens.
+  // Selective recomputation keeps them (it drops the attention scores only).
+  const std::size_t moe = d.experts > 0 ? moe_kept_bytes(d, s * b) : 0;
+  return s_rank * b * whole + s * b * split + scores + moe;
+}
+
+/// Bytes a stage keeps once under full recomputation beside its layers' inputs: the plan's arena
+/// holds one block's kept buffers, shared by the copies that are re-run one at a time. The dense
+/// count leaves that block out (Korthikanti's 2sbh per layer); a mixture of experts' part of it is
+/// counted (moe_kept_bytes), since its buffers (ep·N·k received rows under expert parallelism)
+/// can outweigh every layer's input together. 0 for a dense layer or another policy.
+constexpr std::size_t recompute_buffer_bytes(const layer_activation_dims& d, recompute_kind rc) noexcept {
+  return rc == recompute_kind::full && d.experts > 0 ? moe_kept_bytes(d, d.seq * d.micro) : 0;
 }
 
 // ---- activation sets in flight ----
@@ -201,7 +254,7 @@ struct stage_memory {
   std::size_t layers = 0;              ///< transformer layers on the stage (all chunks)
   std::size_t activation_sets = 0;     ///< (micro-batch, chunk) sets in flight at the peak
   std::size_t layer_bytes = 0;         ///< one layer, one micro-batch (layer_activation_bytes)
-  std::size_t activation_bytes = 0;    ///< layer_bytes · layers per chunk · activation_sets
+  std::size_t activation_bytes = 0;    ///< layer_bytes · layers per chunk · activation_sets (+ recompute_buffer_bytes)
   std::size_t embedding_bytes = 0;     ///< first stage: the input embedding's dropout masks in flight
   std::size_t output_bytes = 0;        ///< last stage: final norm and head inputs, 32-bit logits
   constexpr std::size_t model_state_bytes() const noexcept { return param_bytes + grad_bytes + optimizer_bytes; }
@@ -224,6 +277,35 @@ template <class M>
 constexpr std::size_t dropout_mask_bytes_of() {
   if constexpr (requires { M::dropout_mask_bytes; }) return M::dropout_mask_bytes;
   else return 0;
+}
+
+// The mixture of experts of a model family built around one (moe_gpt, moe_llama: `moe_type`, one
+// per block), as moe_mlp<…> or as one expert-parallel rank's ep_moe_mlp<moe_mlp<…>, EP>.
+// Other models (dense, or a composition of one's own) report none: their MLPs count as dense.
+struct moe_shape {
+  std::size_t layers = 0;        ///< moe layers (one per block)
+  std::size_t experts = 0;       ///< E
+  std::size_t local_experts = 0; ///< experts one rank holds (E/EP)
+  std::size_t top_k = 0, expert_in = 0, ffn = 0, width = 0;
+  std::size_t ep = 1;            ///< EP of the layer's form
+  std::size_t shared_kept = 0;   ///< the shared expert's kept elements per token
+  bool gated = false;            ///< SwiGLU experts
+};
+template <class M>
+constexpr moe_shape moe_shape_of() {
+  if constexpr (requires { typename M::moe_type; M::depth; }) {
+    using L = typename M::moe_type;
+    moe_shape m{};
+    m.layers = M::depth;
+    m.experts = L::experts, m.top_k = L::top_k, m.expert_in = L::expert_in, m.ffn = L::ffn, m.width = L::width;
+    if constexpr (requires { L::local_experts; L::ep; }) m.local_experts = L::local_experts, m.ep = L::ep;
+    else m.local_experts = L::experts;
+    m.gated = L::expert_in != L::ffn;
+    m.shared_kept = L::shared_type::template kept_count<1, 1>;
+    return m;
+  } else {
+    return {};
+  }
 }
 }  // namespace detail
 
@@ -249,6 +331,8 @@ struct memory_model {
   /// dynamic (ZeRO then saves nothing: an upper bound; call stage(s, dp) with the real one).
   static constexpr std::size_t assumed_dp = Strategy::dp == dynamic ? 1 : Strategy::dp;
 
+  /// The model's mixture of experts (layers == 0 for a dense model).
+  static constexpr detail::moe_shape moe = detail::moe_shape_of<Model>();
   static constexpr layer_activation_dims dims{Batch::length,
                                               Batch::sequences,
                                               Model::width,
@@ -257,7 +341,12 @@ struct memory_model {
                                               detail::ffn_of<Model>(),
                                               partition::gated_mlp,
                                               sizeof(T),
-                                              detail::dropout_mask_bytes_of<Model>()};
+                                              detail::dropout_mask_bytes_of<Model>(),
+                                              moe.experts,
+                                              moe.top_k,
+                                              moe.expert_in,
+                                              moe.ep,
+                                              moe.shared_kept};
   /// Bytes one layer keeps per micro-batch on one rank.
   static constexpr std::size_t layer_bytes = layer_activation_bytes(dims, tp, sp, Strategy::recompute_policy);
   /// Transformer layers per model chunk (a stage holds `chunks` of them).
@@ -267,7 +356,9 @@ struct memory_model {
   static constexpr stage_memory stage(std::size_t s, std::size_t dp = assumed_dp) noexcept {
     stage_memory m{};
     m.stage = s;
-    m.params = partition::stage_params(s, pp);
+    m.params = partition::stage_params(s, pp);  // `Model` is the rank's: E/ep experts per moe layer
+    // ZeRO shards over the dp group, experts and the rest alike (the step is data_parallel_step
+    // around expert_parallel_local: the dense states are replicated over the ep ranks of a group).
     const model_state_bytes st = zero_model_states(m.params, bytes, Strategy::zero_stage, dp);
     m.param_bytes = st.params;
     m.grad_bytes = st.grads;
@@ -276,7 +367,7 @@ struct memory_model {
     m.layers = layers_per_chunk * chunks;
     m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);
     m.layer_bytes = layer_bytes;
-    m.activation_bytes = layer_bytes * layers_per_chunk * m.activation_sets;
+    m.activation_bytes = layer_bytes * layers_per_chunk * m.activation_sets + recompute_buffer_bytes(dims, Strategy::recompute_policy);
     const std::size_t rows = (sp ? detail::ceil_div(dims.seq, tp) : dims.seq) * dims.micro;  // tokens kept whole
     if (s == 0)
       m.embedding_bytes = rows * dims.width * dims.mask_bytes * peak_chunk_sets(kind, pp, microbatches, chunks, 0, 0);

@@ -9,6 +9,7 @@
 // * replicated parameters (norms, row-parallel biases, learned positions) are held whole by
 //   every tensor-parallel rank: they count fully on each;
 // * branch_sum<...> (parallel branches) is the sum of its branches;
+// * a layer marked `tp_replicated` (moe_mlp, ep_moe_mlp) is held whole by every rank;
 // * a layer the walk does not know (neither a composition above nor a leaf_layer<> with roles)
 //   counts whole when tp is 1; with tp > 1 it is a compile error, not a guess: how tensor
 //   parallelism cuts it is unknown (see docs/tensor_parallel.md, "Layers of your own").
@@ -111,6 +112,13 @@ constexpr layer_facts facts(const sequential<Ls...>*, priority<1>) {
 template <std::size_t Tp, class... Fs>
 constexpr layer_facts facts(const branch_sum<Fs...>*, priority<1>) {
   return (layer_facts{} + ... + facts_of<Tp, Fs>());
+}
+// A layer tensor parallelism runs whole on every rank (a mixture of experts: tp_shard keeps it,
+// `tp_replicated`): all of its parameters replicated.
+template <std::size_t Tp, class L>
+  requires(L::tp_replicated)
+constexpr layer_facts facts(const L*, priority<1>) {
+  return {{L::param_count, L::param_count, 0, L::param_count, true}, 0, false};
 }
 // named<> and residual<>: the wrapped layer.
 template <std::size_t Tp, class L>

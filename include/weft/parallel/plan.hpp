@@ -50,8 +50,9 @@ namespace weft {
 /// Element type of parameters, gradients, optimizer state and activations: precision<T>.
 /// precision<T, Master> is mixed precision: T for parameters, gradients and activations,
 /// Master for the optimizer's copy of the parameters and its moments. The single-rank host
-/// step (training_step) runs it: e.g. precision<bf16, f32>, see docs/precision.md; the
-/// parallel steps account for it in memory only.
+/// step (training_step) runs it: e.g. precision<bf16, f32>, see docs/precision.md, and so
+/// does data_parallel_step over it (f32 master and moment shards under ZeRO); the tensor- and
+/// pipeline-parallel steps account for it in memory only.
 template <class T, class Master = T>
 struct precision {
   using type = T;

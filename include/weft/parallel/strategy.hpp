@@ -14,8 +14,9 @@
 // expert-parallel index between tensor and data parallelism:
 //   rank = ((pp_index * dp + dp_index) * ep + ep_index) * tp + tp_index
 // (ep = 1 without expert_parallel: the tp/dp/pp order is unchanged by it). Expert parallelism
-// (expert_parallel<"ep">) runs alone or with data parallelism: ep consecutive ranks form an
-// expert group, each holding E/ep experts of every mixture of experts and its own tokens.
+// (expert_parallel<"ep">) composes with data parallelism (any ZeRO stage), tensor parallelism
+// and pipelines: the ranks with the same (pp, dp, tp index) form an expert group, each holding
+// E/ep experts of every mixture of experts and its own tokens.
 #include "weft/core/constant.hpp"      // dynamic
 #include "weft/core/diagnostics.hpp"   // diag::at_least, diag::at_most
 #include "weft/core/fixed_string.hpp"  // fixed_string
@@ -210,8 +211,9 @@ struct pipeline {
 /// mixture-of-experts layer (moe_mlp) are dealt out over the axis's ranks in blocks of E/ep, each
 /// rank brings its own tokens, and all-to-alls carry the routed rows to their experts and back.
 /// plan<> runs each moe_mlp<…> as its ep_moe_mlp<…, ep> form (model/ep_moe_mlp.hpp) and
-/// make_training_step returns expert_parallel_step. With data parallelism only (zero<0>): not
-/// with tensor_parallel or pipeline yet.
+/// make_training_step returns distributed_step, whose local step expert_parallel_local wraps.
+/// With data_parallel (zero<0> to zero<3>), tensor_parallel, with or without sequence_parallel
+/// (the mixture of experts replicated over the tp group), and pipeline.
 template <fixed_string Axis>
 struct expert_parallel {
   using weft_part_tag = void;
@@ -425,18 +427,6 @@ struct strategy {
       !has_expert_parallel || !expert_axis_in_mesh || Mesh::template size_of<expert_part::axis_name> != dynamic;
   static_assert(detail::check_axis_static<"expert_parallel", expert_part::axis_name, expert_axis_static>());
 
-  // Expert parallelism runs beside data parallelism only (expert_parallel_step): its step has
-  // neither tensor-parallel nor pipeline groups, nor ZeRO's sharded states.
-  static constexpr bool expert_parallel_alone = !has_expert_parallel || (!has_tensor_parallel && !has_pipeline);
-  static_assert(expert_parallel_alone,
-                "weft::strategy: expert_parallel cannot be combined with tensor_parallel or pipeline yet. Use "
-                "expert_parallel with data_parallel only, or drop expert_parallel (a mixture of experts then runs "
-                "whole on every rank).");
-  static constexpr bool expert_parallel_without_zero = !has_expert_parallel || data_part::zero_stage == 0;
-  static_assert(expert_parallel_without_zero,
-                "weft::strategy: expert_parallel with ZeRO (zero<1> and above) is not supported yet: its step "
-                "all-reduces whole gradients. Use data_parallel<\"dp\"> or zero<0> beside expert_parallel.");
-
   static constexpr bool axes_in_mesh = data_axis_in_mesh && tensor_axis_in_mesh && pipeline_axis_in_mesh && expert_axis_in_mesh;
   static constexpr bool axes_distinct = data_axis_alone && tensor_axis_alone && pipeline_axis_alone && expert_axis_alone;
   // (if constexpr: a consteval call is evaluated even on the dead side of ||)
@@ -491,8 +481,7 @@ struct strategy {
 
   /// All checks passed.
   static constexpr bool valid = parts_known && parts_once && axes_in_mesh && axes_distinct && tensor_axis_static &&
-                                pipeline_axis_static && expert_axis_static && expert_parallel_alone &&
-                                expert_parallel_without_zero && every_axis_used && schedule_ok;
+                                pipeline_axis_static && expert_axis_static && every_axis_used && schedule_ok;
 
   // ---- rank layout ----
   /// Data-parallel degree in a job of `world` ranks (0 when `world` does not fit the mesh).

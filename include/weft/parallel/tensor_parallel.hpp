@@ -11,11 +11,14 @@
 //   token_embedding<V, C>, lm_head<V, C, Tie>           vocabulary-parallel forms
 //   positional_embedding<Ctx, C>                        itself (SP: on the sequence slice)
 //   layernorm, rmsnorm, linear<..., replicated>         themselves (SP: on the sequence slice)
+//   moe_mlp, ep_moe_mlp                                 themselves: replicated, every rank routes
+//                                                       the same rows (SP: the whole sequence)
 // tp_model<Model, TP, SP> is a whole language model mapped so; tensor_parallel_plan is the
 // memory plan of one rank. Shard maps (shard_indices) say where each element of a rank's
 // parameter sits in the single-process parameter of the same name: initialisation,
 // gathering for checkpoints and comparisons use them.
 #include "weft/core/diagnostics.hpp"                // diag::divisible, diag::at_least
+#include "weft/model/aux_loss.hpp"                  // aux_losses (the MoE's weight under SP)
 #include "weft/model/causal_attention.hpp"          // causal_attention
 #include "weft/model/gelu.hpp"                      // gelu
 #include "weft/model/layer.hpp"                     // layer, language_model, param_info, tp_group
@@ -36,6 +39,9 @@
 #include "weft/model/swiglu.hpp"                    // swiglu
 #include "weft/model/tensor_parallel_layers.hpp"    // column/row_parallel_linear, vocab_parallel_*, tp_region
 #include "weft/model/token_embedding.hpp"           // token_embedding
+#include "weft/ops/accumulate.hpp"                  // accumulate
+#include "weft/ops/copy.hpp"                        // copy
+#include "weft/ops/fill.hpp"                        // zero
 #include "weft/parallel/pipeline_stage.hpp"         // carried_params
 #include "weft/parallel/state_sections.hpp"         // local_state_sections
 
@@ -50,6 +56,11 @@
 #include <vector>
 
 namespace weft {
+
+template <std::size_t C, std::size_t Experts, std::size_t TopK, std::size_t Ffn, class... Options>
+struct moe_mlp;  // model/moe.hpp
+template <class Moe, std::size_t EP>
+struct ep_moe_mlp;  // model/ep_moe_mlp.hpp
 
 // ---- the transform ----
 
@@ -230,6 +241,107 @@ template <std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<rmsnorm<C>, TP, SP, R> {
   static_assert(detail::tp_outside<rmsnorm<C>, R>);
   using type = rmsnorm<C>;
+};
+
+// A mixture of experts runs whole on every rank of the group (its experts, or under expert
+// parallelism its E/ep experts, replicated), its parameters listed as replicated so that the
+// step counts them once in the norm and the shard maps take them whole. The expert group of an
+// ep_moe_mlp is then the ranks with the same tp index (distributed_step).
+//   without SP  between regions the rows are the same on every tp rank: every rank computes the
+//               same output and the same gradients, as a norm does;
+//   with SP     each rank holds a sequence slice, but routing is over the micro-batch (the
+//               load-balancing loss is a product of means over its tokens), so the layer runs on
+//               the whole sequence: the slices are all-gathered, every rank computes the whole
+//               output and keeps its slice; backward runs with this rank's output gradient
+//               (zero elsewhere) and the auxiliary loss weighted 1/tp, so that the parameter
+//               gradients summed over the group (the step's replicated sum under SP) and the
+//               input gradients reduce-scattered to the slices are the whole micro-batch's.
+namespace detail {
+template <class L>
+struct tp_replicated_layer : L {
+  template <class Fn>
+  static void visit_params(const std::string& prefix, std::size_t base, const init_context& ic, Fn&& f) {
+    L::visit_params(prefix, base, ic, [&](param_info p) {
+      p.tp_role = role::replicated;
+      f(p);
+    });
+  }
+};
+
+// `L` on the whole sequence under sequence parallelism (see above). Frame seq: the slice SL.
+// kept: the gathered input (B, SL·TP, C) | L's kept for the whole sequence
+// scratch: whole output or output gradient (B, SL·TP, C) | whole input gradient (B, SL·TP, C) |
+//          collective temporary (B, SL·TP, C) | slice (B, SL, C) | L's scratch for the whole sequence
+template <class L, std::size_t TP>
+struct sp_replicated_layer : tp_replicated_layer<L> {
+  static constexpr std::size_t C = L::in_width;
+  static_assert(L::in_width == L::out_width);
+  template <std::size_t B, std::size_t SL>
+  static constexpr std::size_t kept_count = B * SL * TP * C + L::template kept_count<B, SL * TP>;
+  template <std::size_t B, std::size_t SL>
+  static constexpr std::size_t scratch_count = 3 * B * SL * TP * C + B * SL * C + L::template scratch_count<B, SL * TP>;
+
+  template <class F>
+  static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    constexpr std::size_t B = F::batch, SL = F::seq, N = B * SL * TP * C;
+    tp_group& g = tp_of<TP>(f, "moe_mlp (sequence parallel)");
+    auto* x = f.kept;     // (batch, seq, C)
+    auto* y = f.scratch;  // (batch, seq, C)
+    sp_all_gather<TP, B, SL, C>(f.ctx, g, in, x, f.scratch + 2 * N);
+    L::forward(whole(f), x, y);
+    const std::size_t r = static_cast<std::size_t>(g.rank());
+    for (std::size_t b = 0; b < B; ++b) ops::copy(f.ctx, out + b * SL * C, y + (b * TP + r) * SL * C, SL * C);
+  }
+  template <class F>
+  static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
+                       typename F::value_type* din) {
+    (void)in;  // the gathered input is kept
+    constexpr std::size_t B = F::batch, SL = F::seq, N = B * SL * TP * C;
+    tp_group& g = tp_of<TP>(f, "moe_mlp (sequence parallel)");
+    auto* dy = f.scratch;      // (batch, seq, C): this rank's slice of the output gradient, zero elsewhere
+    auto* dx = f.scratch + N;  // (batch, seq, C)
+    ops::zero(f.ctx, dy, N);
+    ops::zero(f.ctx, dx, N);
+    const std::size_t r = static_cast<std::size_t>(g.rank());
+    for (std::size_t b = 0; b < B; ++b) ops::copy(f.ctx, dy + (b * TP + r) * SL * C, dout + b * SL * C, SL * C);
+    auto& meter = aux_losses();
+    const double saved = meter.gradient_scale;
+    meter.gradient_scale = saved / static_cast<double>(TP);  // every rank adds it; the group's sum counts it once
+    try {
+      L::backward(whole(f), f.kept, dy, dx);
+    } catch (...) {
+      meter.gradient_scale = saved;
+      throw;
+    }
+    meter.gradient_scale = saved;
+    if (din == nullptr) return;
+    auto* slice = f.scratch + 3 * N;  // (batch, seq/tp, C)
+    sp_reduce_scatter<TP, B, SL, C>(f.ctx, g, dx, slice, f.scratch + 2 * N);
+    ops::accumulate(f.ctx, din, slice, B * SL * C);
+  }
+
+ private:
+  template <class F>
+  static auto whole(const F& f) {
+    constexpr std::size_t N = F::batch * F::seq * TP * C;
+    auto w = f.template resequenced<F::seq * TP>();
+    w.kept = f.kept + N;
+    w.scratch = f.scratch + 3 * N + F::batch * F::seq * C;
+    return w;
+  }
+};
+}  // namespace detail
+template <std::size_t C, std::size_t E, std::size_t K, std::size_t F, class... Os, std::size_t TP, bool SP, bool R>
+struct tp_shard<moe_mlp<C, E, K, F, Os...>, TP, SP, R> {
+  static_assert(detail::tp_outside<moe_mlp<C, E, K, F, Os...>, R>);
+  using type = std::conditional_t<SP, detail::sp_replicated_layer<moe_mlp<C, E, K, F, Os...>, TP>,
+                                  detail::tp_replicated_layer<moe_mlp<C, E, K, F, Os...>>>;
+};
+template <class Moe, std::size_t EP, std::size_t TP, bool SP, bool R>
+struct tp_shard<ep_moe_mlp<Moe, EP>, TP, SP, R> {
+  static_assert(detail::tp_outside<ep_moe_mlp<Moe, EP>, R>);
+  using type = std::conditional_t<SP, detail::sp_replicated_layer<ep_moe_mlp<Moe, EP>, TP>,
+                                  detail::tp_replicated_layer<ep_moe_mlp<Moe, EP>>>;
 };
 
 // ---- whole models ----
@@ -433,7 +545,8 @@ inline std::vector<std::size_t> block_indices(const std::vector<param_info>& loc
   std::vector<std::size_t> map(local_count, static_cast<std::size_t>(-1));
   for (const auto& p : local) {
     const param_info& w = whole_param(whole, p.name);
-    const auto idx = shard_indices(w, tp, rank);
+    // (a parameter the shard lists as replicated is whole: a layer run whole on every rank)
+    const auto idx = shard_indices(w, p.tp_role == role::replicated ? 1 : tp, rank);
     if (idx.size() != p.size)
       throw std::logic_error("weft::tensor_parallel: the shard of " + p.name + " has " + std::to_string(p.size) +
                              " elements, its shard map " + std::to_string(idx.size()) + ".");

@@ -6,14 +6,15 @@
 // The search is planner::search (a constant evaluation over values); the winning
 // strategy_desc is turned into strategy<mesh<axis<"dp", D>, axis<"tp", T>, axis<"pp", P>>,
 // tensor_parallel<"tp"[, sequence_parallel]>, pipeline<"pp", Schedule, microbatches<M>>,
-// data_parallel<"dp", zero<Z>>, recompute<R>>. When nothing fits, the compilation stops at
+// data_parallel<"dp", zero<Z>>, recompute<R>>, and for a model with mixtures of experts, when
+// the search picks ep > 1, an axis<"ep", E> with expert_parallel<"ep">. When nothing fits, the compilation stops at
 // the user's line with the resource that is short and by how much.
 #include "weft/core/dtype.hpp"           // bf16
 #include "weft/core/fixed_string.hpp"    // fixed_string
 #include "weft/parallel/batch.hpp"       // batch, micro, seq
 #include "weft/parallel/mesh.hpp"        // mesh
 #include "weft/parallel/plan.hpp"        // plan, precision
-#include "weft/parallel/strategy.hpp"    // strategy, tensor_parallel, pipeline, data_parallel, zero, recompute
+#include "weft/parallel/strategy.hpp"    // strategy, tensor_parallel, pipeline, expert_parallel, data_parallel, zero, recompute
 #include "weft/planner/cluster.hpp"      // cluster_type
 #include "weft/planner/model_desc.hpp"   // describe, strategy_desc
 #include "weft/planner/search.hpp"       // search, search_options
@@ -48,14 +49,34 @@ using tensor_part_of = std::conditional_t<S.sequence_parallel, weft::tensor_para
 constexpr std::size_t mib_up(double bytes) noexcept { return static_cast<std::size_t>(bytes / 1048576.0) + 1; }
 constexpr std::size_t mib_down(double bytes) noexcept { return static_cast<std::size_t>(bytes / 1048576.0); }
 
+// Without expert parallelism the mesh has no "ep" axis (a strategy uses every axis it names).
+template <strategy_desc S, bool Expert = (S.ep > 1)>
+struct strategy_of {
+  using type =
+      weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>>, tensor_part_of<S>,
+                     weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
+                     weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<recompute_of<S>>>;
+};
+// With expert parallelism: an "ep" axis and expert_parallel<"ep">. strategy<> does not combine
+// expert_parallel with pipeline<> (yet), so with one stage there is no pipeline part (its
+// micro-batches are the step's gradient accumulation, chosen.microbatches); with several the
+// pipeline stays and strategy<> says why it cannot run (the search offers pp > 1 with ep > 1
+// only under allow_expert_pipeline).
+template <strategy_desc S>
+struct strategy_of<S, true> {
+  using type = std::conditional_t<
+      (S.pp > 1),
+      weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>, weft::axis<"ep", S.ep>>,
+                     tensor_part_of<S>, weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
+                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<recompute_of<S>>>,
+      weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"ep", S.ep>>, tensor_part_of<S>,
+                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<recompute_of<S>>>>;
+};
 }  // namespace detail
 
-/// The strategy<> type of a strategy_desc.
+/// The strategy<> type of a strategy_desc (with expert_parallel<"ep"> and an "ep" axis when ep > 1).
 template <strategy_desc S>
-using strategy_type_of =
-    weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>>, detail::tensor_part_of<S>,
-                   weft::pipeline<"pp", detail::schedule_of<S>, weft::microbatches<S.microbatches>>,
-                   weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<detail::recompute_of<S>>>;
+using strategy_type_of = typename detail::strategy_of<S>::type;
 
 /// The fastest strategy for `Model` on `Batch` (global_batch<>) and `Cluster` that fits, as types.
 template <class Model, class Batch, cluster_type Cluster, class Options = default_search>
@@ -69,7 +90,7 @@ struct auto_strategy {
   // ---- nothing fits: say which resource is short, by how much (the numbers print with the note) ----
   static constexpr std::size_t layouts = result.layouts;
   static_assert(enough<"splits of the GPUs that divide the model and the global batch", 1, layouts, (layouts > 0 ? 0 : 1)>,
-                "weft::auto_strategy: no split of the cluster's GPUs into tp x pp x dp divides the model and the global "
+                "weft::auto_strategy: no split of the cluster's GPUs into tp x pp x dp (x ep) divides the model and the global "
                 "batch. Use a GPU count and a global batch that share factors with the model's heads and depth.");
   static constexpr std::size_t need_mib = layouts > 0 ? detail::mib_up(result.leanest_bytes) : 0;
   static constexpr std::size_t have_mib = detail::mib_down(result.memory_limit);

@@ -6,7 +6,8 @@
 // Only the first and the last stage are priced: the first holds the embeddings and the most
 // activation sets, the last the head and the logits; a middle stage holds fewer of both,
 // so the peak is one of these two (tests/planner/test_memory_cost.cpp checks the numbers
-// against plan<...>::memory_per_rank).
+// against plan<...>::memory_per_rank; tests/planner/test_moe_search.cpp for mixtures of experts,
+// with and without expert parallelism).
 #include "weft/parallel/memory_model.hpp"  // zero_model_states, layer_activation_bytes, peak_activation_sets, stage_memory
 #include "weft/planner/model_desc.hpp"     // model_desc, strategy_desc, precision_desc
 
@@ -50,10 +51,14 @@ constexpr activation_sets sets_in_flight(const strategy_desc& s) noexcept {
 constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, const strategy_desc& s,
                                        const precision_desc& p, const activation_sets& sets, std::size_t st) noexcept {
   const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
-  const layer_activation_dims dims{seq, s.micro, md.width, md.heads, md.kv_heads, md.ffn, md.gated, p.element_bytes, md.mask_bytes};
+  const layer_activation_dims dims{seq,           s.micro,      md.width,     md.heads, md.kv_heads,
+                                   md.ffn,        md.gated,     p.element_bytes, md.mask_bytes,
+                                   md.experts,    md.top_k,     md.expert_in, s.ep,     md.shared_kept};
   stage_memory m{};
   m.stage = st;
   m.params = md.stage_params(st, s.pp, s.tp, s.ep);  // E/ep experts per moe_mlp under expert parallelism
+  // ZeRO shards over dp, experts and the rest alike (memory_model: the dense states are
+  // replicated over the ep ranks of an expert group).
   const model_state_bytes ms = zero_model_states(m.params, p.states, s.zero, s.dp);
   m.param_bytes = ms.params;
   m.grad_bytes = ms.grads;
@@ -63,7 +68,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;
   m.layer_bytes = layer_activation_bytes(dims, s.tp, s.sequence_parallel, s.recompute);
-  m.activation_bytes = m.layer_bytes * per_chunk * m.activation_sets;
+  m.activation_bytes = m.layer_bytes * per_chunk * m.activation_sets + recompute_buffer_bytes(dims, s.recompute);
   const std::size_t rows = (s.sequence_parallel ? weft::detail::ceil_div(seq, s.tp) : seq) * s.micro;
   if (st == 0) m.embedding_bytes = rows * md.width * md.mask_bytes * sets.first_input;
   if (st + 1 == s.pp) {

@@ -41,30 +41,57 @@ struct model_desc {
   std::size_t moe_layers = 0;      ///< moe_mlp layers (one per block in moe_gpt / moe_llama)
   std::size_t expert_params = 0;   ///< elements of all experts of all moe_mlp layers (what expert parallelism splits)
   std::size_t routed_width = 0;    ///< elements a token sends to its experts, over all layers: Σ top_k · width
+  // The shape of each moe_mlp (moe_gpt, moe_llama: the same one in every block; experts = 0
+  // leaves the memory and compute of the MLP dense, with only the counts above).
+  std::size_t experts = 0;         ///< E
+  std::size_t top_k = 0;           ///< k: experts per token
+  std::size_t expert_in = 0;       ///< rows of an expert's first matrix: ffn (GELU) or 2·ffn (SwiGLU)
+  std::size_t shared_kept = 0;     ///< elements the shared expert keeps per token (0 without one)
 
   constexpr std::size_t params() const noexcept { return pre.total() + depth * block.total() + post.total(); }
+  /// Expert parameter elements one of `ep` expert-parallel ranks of a stage of `pp` holds: the
+  /// stage's moe_mlp layers (one per block: moe_layers / pp), E/ep experts each.
+  constexpr std::size_t stage_expert_params(std::size_t pp, std::size_t ep = 1) const noexcept {
+    if (moe_layers == 0) return 0;
+    const std::size_t per_layer = expert_params / moe_layers;  // all E experts of one layer
+    return moe_layers / pp * (ep > 1 ? per_layer / ep : per_layer);
+  }
   /// Parameter elements one tensor-parallel rank of stage `s` of `pp` holds (model_partition::stage_params).
-  /// With expert parallelism over `ep` ranks (tp = pp = 1), a rank holds expert_params / ep of the experts.
+  /// With expert parallelism over `ep` ranks, a rank holds E/ep experts of each of its stage's
+  /// moe_mlp layers (the experts are replicated over tp: their parameters are whole on every tp rank).
   constexpr std::size_t stage_params(std::size_t s, std::size_t pp, std::size_t tp, std::size_t ep = 1) const noexcept {
     std::size_t n = (depth / pp) * block.per_rank(tp);
     if (s == 0) n += pre.per_rank(tp);
     if (s + 1 == pp) n += post.per_rank(tp) + (pp > 1 ? (tied_table + tp - 1) / tp : 0);
-    if (ep > 1) n -= expert_params - expert_params / ep;
+    if (ep > 1) n -= stage_expert_params(pp) - stage_expert_params(pp, ep);
     return n;
   }
-  /// Expert parameter elements one of `ep` expert-parallel ranks holds.
-  constexpr std::size_t rank_expert_params(std::size_t ep) const noexcept { return ep > 1 ? expert_params / ep : expert_params; }
+  /// Expert parameter elements one of `ep` expert-parallel ranks holds (one stage).
+  constexpr std::size_t rank_expert_params(std::size_t ep) const noexcept { return stage_expert_params(1, ep); }
+  /// Whether `ep` expert-parallel ranks can split the experts: a model with moe_mlp layers whose
+  /// experts ep divides (ep = 1 always can).
+  constexpr bool ep_divides(std::size_t ep) const noexcept {
+    return ep == 1 || (moe_layers > 0 && experts > 0 && experts % ep == 0);
+  }
+  /// Expert parameters of one block a token does not use: E − k of each moe_mlp's E experts
+  /// (moe_gpt::inactive_param_count / depth); 0 for a dense model.
+  constexpr std::size_t block_inactive_params() const noexcept {
+    return experts > 0 && moe_layers > 0 ? expert_params / moe_layers / experts * (experts - top_k) * moe_layers / depth : 0;
+  }
   /// Model FLOPs per token of stage `s` before tensor-parallel division (comm_volume's count:
-  /// 6 per multiplying parameter, 12·h·s per layer for attention).
+  /// 6 per multiplying parameter a token uses, 12·h·s per layer for attention).
   constexpr double stage_flops_per_token(std::size_t s, std::size_t pp, std::size_t seq) const noexcept {
-    double f = static_cast<double>(depth / pp) * (6.0 * static_cast<double>(block.total()) + 12.0 * static_cast<double>(width * seq));
+    double f = static_cast<double>(depth / pp) * (6.0 * static_cast<double>(block.total() - block_inactive_params()) +
+                                                  12.0 * static_cast<double>(width * seq));
     if (s == 0) f += 6.0 * static_cast<double>(pre.total() - lookup_params - tied_table);
     if (s + 1 == pp) f += 6.0 * static_cast<double>(post.total() + tied_table);
     return f;
   }
-  /// Model FLOPs per token of the whole model (PaLM's count, plan::flops_per_token).
+  /// Model FLOPs per token of the whole model (PaLM's count, plan::flops_per_token; a mixture of
+  /// experts counts the top-k experts a token uses, not all E: the plan's count includes them all).
   constexpr double flops_per_token(std::size_t seq) const noexcept {
-    return 6.0 * static_cast<double>(params() - lookup_params) + 12.0 * static_cast<double>(depth * width * seq);
+    return 6.0 * static_cast<double>(params() - lookup_params - depth * block_inactive_params()) +
+           12.0 * static_cast<double>(depth * width * seq);
   }
 };
 
@@ -101,6 +128,46 @@ constexpr model_desc llama_desc(std::size_t depth, std::size_t width, std::size_
   return m;
 }
 
+namespace detail {
+// One moe_mlp's counts, added to a dense family's description whose MLP it replaces: the layer's
+// parameters are all replicated over tp (router E·h, experts E·(expert_in + ffn)·h, no biases).
+constexpr void add_experts(model_desc& m, std::size_t experts, std::size_t top_k, std::size_t expert_ffn, bool swiglu) noexcept {
+  const std::size_t h = m.width;
+  m.ffn = expert_ffn;
+  m.experts = experts, m.top_k = top_k, m.expert_in = swiglu ? 2 * expert_ffn : expert_ffn;
+  m.moe_layers = m.depth;
+  const std::size_t per_layer = experts * (m.expert_in * h + h * expert_ffn);
+  m.expert_params = m.depth * per_layer;
+  m.routed_width = m.depth * top_k * h;
+  m.block.replicated += experts * h + per_layer;
+  m.gated = false;  // no dense MLP left; the experts' kind is expert_in
+}
+}  // namespace detail
+
+/// moe_gpt<gpt_config<...>, moe_mlp<width, experts, top_k, expert_ffn[, swiglu_experts]>>'s counts:
+/// gpt<>'s attention, norms and tied head, each block's MLP a mixture of experts (no shared expert).
+constexpr model_desc moe_gpt_desc(std::size_t depth, std::size_t width, std::size_t heads, std::size_t vocab,
+                                  std::size_t context, std::size_t experts, std::size_t top_k, std::size_t expert_ffn,
+                                  bool swiglu = false) noexcept {
+  model_desc m = gpt_desc(depth, width, heads, vocab, context, expert_ffn);
+  const std::size_t h = width;
+  m.block = {4 * h + h, 3 * h * h + 3 * h + h * h};  // norms and the attention's row bias; qkv and proj cut
+  detail::add_experts(m, experts, top_k, expert_ffn, swiglu);
+  return m;
+}
+
+/// moe_llama<llama_config<...>, moe_mlp<width, experts, top_k, expert_ffn, swiglu_experts>>'s counts
+/// (Mixtral: 8 experts, top 2): llama<>'s attention, norms and untied head, mixtures of experts as MLPs.
+constexpr model_desc moe_llama_desc(std::size_t depth, std::size_t width, std::size_t heads, std::size_t kv_heads,
+                                    std::size_t vocab, std::size_t context, std::size_t experts, std::size_t top_k,
+                                    std::size_t expert_ffn, bool swiglu = true) noexcept {
+  model_desc m = llama_desc(depth, width, heads, kv_heads, vocab, context, expert_ffn);
+  const std::size_t h = width, kv = m.kv_heads * (width / heads);
+  m.block = {2 * h, h * h + 2 * h * kv + h * h};
+  detail::add_experts(m, experts, top_k, expert_ffn, swiglu);
+  return m;
+}
+
 /// The counts of a weft model type, through model_partition (so they are the plan's).
 template <class Model>
 constexpr model_desc describe() noexcept {
@@ -119,6 +186,8 @@ constexpr model_desc describe() noexcept {
   m.moe_layers = ep_facts<Model, 1>::moe_layers;
   m.expert_params = ep_facts<Model, 1>::expert_elements;
   m.routed_width = ep_facts<Model, 1>::routed_elements;
+  constexpr weft::detail::moe_shape moe = weft::detail::moe_shape_of<Model>();  // moe_gpt, moe_llama
+  m.experts = moe.experts, m.top_k = moe.top_k, m.expert_in = moe.expert_in, m.shared_kept = moe.shared_kept;
   return m;
 }
 
@@ -154,7 +223,7 @@ struct strategy_desc {
   std::size_t micro = 1;         ///< sequences per micro-batch (b)
   std::size_t microbatches = 1;  ///< per step (M); with pp == 1, gradient accumulation
   recompute_kind recompute = recompute_kind::none;
-  std::size_t ep = 1;            ///< expert-parallel ranks (beside dp only; the search keeps 1)
+  std::size_t ep = 1;            ///< expert-parallel ranks (between tp and dp in rank order; > 1 only for MoE models)
   constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep; }
   friend constexpr bool operator==(const strategy_desc&, const strategy_desc&) = default;
 };

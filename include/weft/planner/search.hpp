@@ -3,11 +3,17 @@
 // A constexpr function over values, so that auto_strategy (compile time) and plan_cluster
 // (run time) run the same search. The space, for N = nodes · gpus_per_node GPUs:
 //   tp   powers of two up to gpus_per_node dividing heads, kv_heads, ffn and vocab
-//   pp   divisors of depth with tp·pp dividing N;  dp = N / (tp·pp)
-//   b    1, 2, 4, 8 (up to max_micro) with dp·b dividing the global batch; M = B / (dp·b)
+//   pp   divisors of depth with tp·pp dividing N
+//   ep   for a model with mixtures of experts (md.moe_layers > 0): divisors of the experts with
+//        tp·pp·ep dividing N (up to max_ep), with tp and any ZeRO stage, and with pp = 1 only
+//        unless allow_expert_pipeline (strategy<> rejects expert_parallel with a pipeline yet);
+//        1 for a dense model, so its space is unchanged
+//   dp = N / (tp·pp·ep)
+//   b    1, 2, 4, 8 (up to max_micro) with dp·ep·b dividing the global batch (every rank of an
+//        expert group brings its own tokens); M = B / (dp·ep·b)
 //   schedule  1F1B (M ≥ P), GPipe, interleaved<V> for V = 2..max_chunks dividing depth/P
 //             (P ≥ 2, M % P == 0, as Megatron-LM and weft's pipeline<> require)
-//   zero 0..3 (0 alone when dp = 1);  sequence parallelism with tp > 1;
+//   zero 0..3 (0 alone when dp = 1);  sequence parallelism with tp > 1 (not for mixtures of experts);
 //   recompute none, selective, full
 // Each candidate's peak stage is priced first; those that fit the usable memory are timed by
 // estimate_step and ranked. Recompute policies are tried lightest first: once one fits, the
@@ -43,6 +49,11 @@ struct search_options {
   bool fix_sequence_parallel = false;
   bool sequence_parallel = false;                   ///< when fix_sequence_parallel
   std::size_t fixed_dp = 0;
+  std::size_t max_ep = 0;    ///< largest expert-parallel degree tried (0: up to the experts)
+  std::size_t fixed_ep = 0;  ///< pins ep (1: no expert parallelism)
+  /// Also price ep > 1 with pp > 1 (the cost model prices them; strategy<> rejects them yet, so
+  /// auto_strategy leaves this off).
+  bool allow_expert_pipeline = false;
 };
 
 /// A priced strategy.
@@ -56,7 +67,7 @@ template <std::size_t K = 8>
 struct search_result {
   std::array<candidate, K> ranked{};  ///< fastest first
   std::size_t count = 0;              ///< entries of `ranked` in use
-  std::size_t layouts = 0;            ///< (tp, pp, dp, b) splits that divide model and batch
+  std::size_t layouts = 0;            ///< (tp, pp, ep, dp, b) splits that divide model and batch
   std::size_t evaluated = 0;          ///< strategies priced
   std::size_t feasible = 0;           ///< of which fit in memory
   double leanest_bytes = 0;           ///< the least peak memory per rank among all strategies
@@ -91,6 +102,17 @@ constexpr bool split_divides(const model_desc& md, std::size_t tp, std::size_t p
   return md.heads % tp == 0 && md.kv_heads % tp == 0 && md.ffn % tp == 0 && md.vocab % tp == 0 && md.depth % (pp * chunks) == 0;
 }
 
+/// Whether the search tries expert-parallel degree `ep` for `md`: ep divides the experts of every
+/// moe_mlp (1 always; a dense model only 1) and the limits of `o` allow it.
+constexpr bool ep_allowed(const model_desc& md, std::size_t ep, const search_options& o) noexcept {
+  if (o.fixed_ep != 0 && ep != o.fixed_ep) return false;
+  if (o.max_ep != 0 && ep > o.max_ep && ep != 1) return false;
+  return md.ep_divides(ep);
+}
+constexpr bool ep_allowed(const model_desc& md, std::size_t ep, std::size_t pp, const search_options& o) noexcept {
+  return ep_allowed(md, ep, o) && (ep == 1 || pp == 1 || o.allow_expert_pipeline);
+}
+
 /// Prices every strategy of the space on all of `c`'s GPUs; keeps the K fastest that fit.
 template <std::size_t K = 8>
 constexpr search_result<K> search(const model_desc& md, const batch_desc& batch, const cluster& c,
@@ -106,53 +128,60 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
     for (std::size_t pp = 1; pp <= md.depth; ++pp) {
       if (o.fixed_pp != 0 && pp != o.fixed_pp) continue;
       if (md.depth % pp != 0 || n % (tp * pp) != 0) continue;
-      const std::size_t dp = n / (tp * pp);
-      if (o.fixed_dp != 0 && dp != o.fixed_dp) continue;
-      for (std::size_t b = 1; b <= o.max_micro; b *= 2) {
-        if (o.fixed_micro != 0 && b != o.fixed_micro) continue;
-        if (batch.sequences % (dp * b) != 0) continue;
-        const std::size_t m = batch.sequences / (dp * b);
-        ++r.layouts;
-        // schedules: index 0 = 1F1B, 1 = GPipe, 2.. = interleaved<V>
-        for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
-          strategy_desc s{};
-          s.tp = tp, s.pp = pp, s.dp = dp, s.micro = b, s.microbatches = m;
-          if (si == 0) {
-            if (m < pp) continue;
-            s.schedule = schedule_kind::one_f_one_b;
-          } else if (si == 1) {
-            if (!o.allow_gpipe || pp == 1) continue;
-            s.schedule = schedule_kind::gpipe;
-          } else {
-            const std::size_t v = si;  // 2..max_chunks
-            if (!o.allow_interleaved || pp < 2 || m % pp != 0 || md.depth % (pp * v) != 0) continue;
-            s.schedule = schedule_kind::interleaved, s.chunks = v;
-          }
-          if (o.fix_schedule && (s.schedule != o.schedule || (pp == 1 && o.schedule != schedule_kind::one_f_one_b))) continue;
-          if (o.fixed_chunks != 0 && s.schedule == schedule_kind::interleaved && s.chunks != o.fixed_chunks) continue;
-          const activation_sets sets = sets_in_flight(s);
-          for (std::size_t z = 0; z <= (dp > 1 ? o.max_zero : 0); ++z) {
-            if (o.fix_zero && z != o.zero) continue;
-            for (int sp = 0; sp <= (tp > 1 && o.allow_sequence_parallel && batch.seq % tp == 0 ? 1 : 0); ++sp) {
-              for (recompute_kind rc : rcs) {
-                if (o.fix_recompute && rc != o.recompute) continue;
-                if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
-                s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc;
-                // Memory first (cheap); the time only of what fits.
-                const double bytes = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
-                ++r.evaluated;
-                if (r.leanest_bytes < 0 || bytes < r.leanest_bytes) r.leanest_bytes = bytes;
-                if (bytes > r.memory_limit) continue;
-                ++r.feasible;
-                detail::keep(r, candidate{s, estimate_step(md, batch.seq, s, c, o.job, sets)});
-                // More recomputation only adds time (compute, and tensor-parallel traffic with
-                // full): once a policy fits, the heavier ones are dominated.
-                break;
+      // ep: 1, and for a mixture of experts every divisor of the experts (a dense model: 1 only)
+      const std::size_t ep_top = md.moe_layers > 0 && md.experts > 0 ? md.experts : 1;
+      for (std::size_t ep = 1; ep <= ep_top; ++ep) {
+        if (!ep_allowed(md, ep, pp, o) || n % (tp * pp * ep) != 0) continue;
+        const std::size_t dp = n / (tp * pp * ep);
+        if (o.fixed_dp != 0 && dp != o.fixed_dp) continue;
+        for (std::size_t b = 1; b <= o.max_micro; b *= 2) {
+          if (o.fixed_micro != 0 && b != o.fixed_micro) continue;
+          if (batch.sequences % (dp * ep * b) != 0) continue;
+          const std::size_t m = batch.sequences / (dp * ep * b);
+          ++r.layouts;
+          // schedules: index 0 = 1F1B, 1 = GPipe, 2.. = interleaved<V>
+          for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
+            strategy_desc s{};
+            s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.micro = b, s.microbatches = m;
+            if (si == 0) {
+              if (m < pp) continue;
+              s.schedule = schedule_kind::one_f_one_b;
+            } else if (si == 1) {
+              if (!o.allow_gpipe || pp == 1) continue;
+              s.schedule = schedule_kind::gpipe;
+            } else {
+              const std::size_t v = si;  // 2..max_chunks
+              if (!o.allow_interleaved || pp < 2 || m % pp != 0 || md.depth % (pp * v) != 0) continue;
+              s.schedule = schedule_kind::interleaved, s.chunks = v;
+            }
+            if (o.fix_schedule && (s.schedule != o.schedule || (pp == 1 && o.schedule != schedule_kind::one_f_one_b))) continue;
+            if (o.fixed_chunks != 0 && s.schedule == schedule_kind::interleaved && s.chunks != o.fixed_chunks) continue;
+            const activation_sets sets = sets_in_flight(s);
+            for (std::size_t z = 0; z <= (dp > 1 ? o.max_zero : 0); ++z) {
+              if (o.fix_zero && z != o.zero) continue;
+              // (a mixture of experts has no sequence-parallel form: tp_shard rejects it)
+              const bool sp_ok = tp > 1 && o.allow_sequence_parallel && batch.seq % tp == 0 && md.moe_layers == 0;
+              for (int sp = 0; sp <= (sp_ok ? 1 : 0); ++sp) {
+                for (recompute_kind rc : rcs) {
+                  if (o.fix_recompute && rc != o.recompute) continue;
+                  if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
+                  s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc;
+                  // Memory first (cheap); the time only of what fits.
+                  const double bytes = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
+                  ++r.evaluated;
+                  if (r.leanest_bytes < 0 || bytes < r.leanest_bytes) r.leanest_bytes = bytes;
+                  if (bytes > r.memory_limit) continue;
+                  ++r.feasible;
+                  detail::keep(r, candidate{s, estimate_step(md, batch.seq, s, c, o.job, sets)});
+                  // More recomputation only adds time (compute, and tensor-parallel traffic with
+                  // full): once a policy fits, the heavier ones are dominated.
+                  break;
+                }
               }
             }
           }
         }
-      }
+      }  // ep
     }
   }
   if (r.leanest_bytes < 0) r.leanest_bytes = 0;

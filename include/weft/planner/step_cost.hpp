@@ -10,8 +10,8 @@
 //               parallelism a reduce-scatter + all-gather each) on the tp axis's link
 //   t_ep      = expert parallelism over ep ranks: per micro-batch 4 all-to-alls (dispatch and
 //               combine, forward and backward; 6 with full recompute) of the b·s tokens' routed
-//               rows, b·s·Σ(top_k·h) elements, of which (ep − 1)/ep leave the rank, on the ep
-//               axis's link (comm_volume's ep_bytes)
+//               rows through the stage's moe layers, b·s·Σ(top_k·h) elements, of which
+//               (ep − 1)/ep leave the rank, on the ep axis's link (comm_volume's ep_bytes)
 //   bubble    = (P − 1)/V · (t_mb + t_rc + t_tp)            (1F1B, interleaved; GPipe V = 1)
 //   p2p       = 2·(M·V + P − 1) messages of (s, b, h)(/t with sp) on the pp axis's link
 //   dp        = the ZeRO stage's collectives on the dp axis's link, minus what hides behind
@@ -22,8 +22,12 @@
 //   optimizer = the AdamW pass over the rank's owned states, memory-bound
 //   overhead  = data loading, launches, logging (the cluster's step_overhead_seconds)
 //   step      = M·(t_mb + t_rc + t_tp + t_ep) + bubble + p2p + dp_exposed + optimizer + overhead
-// With expert parallelism the rank holds E/ep experts per layer (memory and optimizer), and
-// data parallelism all-reduces the experts' gradients over dp and the rest over dp·ep ranks.
+// With expert parallelism the rank holds E/ep experts per layer (memory and optimizer); the
+// dense gradients are all-reduced over the expert group after each micro-batch's backward
+// (behind the backwards), then data parallelism (and ZeRO's shards) runs over dp, as
+// expert_parallel_local inside data_parallel_step does. A mixture of experts is whole on every tp
+// rank (replicated, tp_shard): each tp rank routes all the micro-batch's tokens through the
+// router and k experts a token, and exchanges them with the ep peers of its tp index.
 //
 // The GEMM shapes per layer and micro-batch (m = b·s tokens, t = tp, d = h/heads):
 //   QKV (m, (h + 2·kv·d)/t, h), scores b·a/t × (s, s, d), context b·a/t × (s, d, s),
@@ -96,6 +100,16 @@ constexpr double layer_forward_gemm_seconds(const model_desc& md, std::size_t se
   const double kv = static_cast<double>(md.kv_heads) * d, f = static_cast<double>(md.ffn);
   sec += gemm_seconds(m, (h + 2 * kv) / t, h, peak, c);
   sec += gemm_seconds(m, h, h / t, peak, c);
+  if (md.experts > 0) {
+    // A mixture of experts, whole on every tp rank (tp_shard replicates it), for all the
+    // micro-batch's tokens: the router (m, E, h), then k routed rows a token through an expert's
+    // two matrices (E/ep experts per rank, but ep ranks' rows arrive: as many rows on average).
+    const double rows = m * static_cast<double>(md.top_k);
+    sec += gemm_seconds(m, static_cast<double>(md.experts), h, peak, c);
+    sec += gemm_seconds(rows, static_cast<double>(md.expert_in), h, peak, c);
+    sec += gemm_seconds(rows, h, f, peak, c);
+    return sec;
+  }
   sec += gemm_seconds(m, (md.gated ? 2 : 1) * f / t, h, peak, c);
   sec += gemm_seconds(m, h, f / t, peak, c);
   return sec;
@@ -109,7 +123,10 @@ constexpr double layer_forward_elementwise_bytes(const model_desc& md, std::size
   const double softmax = o.fused_attention ? 0 : 4.0 * m * static_cast<double>(seq) * static_cast<double>(md.heads) / t * e;
   if (attention_only) return softmax;
   const double whole = 12.0 * h * e * (s.sequence_parallel ? m / t : m);
-  const double inner = (md.gated ? 6.0 : 4.0) * m * static_cast<double>(md.ffn) / t * e;
+  // the MLP's activation; a mixture of experts': its routed rows (k a token, not cut by tp)
+  const double moe_rows = m * static_cast<double>(md.top_k);
+  const double inner = md.experts > 0 ? 2.0 * moe_rows * static_cast<double>(md.expert_in + md.ffn) * e
+                                      : (md.gated ? 6.0 : 4.0) * m * static_cast<double>(md.ffn) / t * e;
   return whole + inner + softmax;
 }
 
@@ -155,8 +172,11 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double t_tp = (s.recompute == recompute_kind::full ? 6 : 4) * per_ar * layers;
 
   // ---- expert parallelism: the all-to-alls of the routed rows (ep consecutive groups of tp ranks) ----
+  // Each tp rank exchanges the micro-batch's rows with the ranks of the same tp index (the
+  // mixture of experts is replicated over tp); a stage routes through its own moe_mlp layers only.
   const link_spec el = axis_link(c, s.ep, s.tp);
-  const double routed = b * sq * static_cast<double>(md.routed_width) * e;  // one dispatch, all moe layers
+  const double stage_share = static_cast<double>(md.depth / s.pp) / static_cast<double>(md.depth);
+  const double routed = b * sq * static_cast<double>(md.routed_width) * stage_share * e;
   const double t_ep = (s.recompute == recompute_kind::full ? 6 : 4) * all_to_all_seconds(routed, s.ep, el);
 
   // ---- pipeline ----
@@ -181,9 +201,13 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
       grad = M * reduce_scatter_seconds(gb, s.dp, dl) + M * 2 * all_gather_seconds(pb, s.dp, dl), window = M * 3 * fwd * layers;
       break;
   }
-  if (s.ep > 1 && s.zero == 0) {  // experts over their dp replicas; the rest over all dp·ep ranks
-    const double ex = static_cast<double>(md.rank_expert_params(s.ep)) * static_cast<double>(p.states.grads);
-    grad = all_reduce_seconds(ex, s.dp, dl) + all_reduce_seconds(gb - ex, s.dp * s.ep, axis_link(c, s.dp * s.ep, s.tp));
+  if (s.ep > 1) {
+    // expert_parallel_local: the dense gradients (all but the rank's experts) are summed over the
+    // expert group as each micro-batch's backward finishes them, behind that backward; then the
+    // data-parallel collectives above, over dp, reduce (and under ZeRO shard) every parameter.
+    const double dense = (psi - static_cast<double>(md.stage_expert_params(s.pp, s.ep))) * static_cast<double>(p.states.grads);
+    grad += M * all_reduce_seconds(dense, s.ep, el);
+    window = window > M * 2 * fwd * layers ? window : M * 2 * fwd * layers;
   }
   if (!o.overlap_grad_reduce) window = 0;
   // The updated parameters' all-gather (ZeRO-1/2) follows the optimizer: exposed.
@@ -215,7 +239,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double tokens = static_cast<double>(s.dp * s.ep * s.microbatches * s.micro * seq);  // every rank of an expert group brings its own
   r.model_flops = md.flops_per_token(seq) * tokens;
   const double rc_per_token = s.recompute == recompute_kind::full
-                                  ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total()) + 4 * h * sq)
+                                  ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * h * sq)
                                   : s.recompute == recompute_kind::selective ? static_cast<double>(md.depth) * 4 * h * sq : 0;
   r.hardware_flops = r.model_flops + rc_per_token * tokens;
   return r;

@@ -53,12 +53,13 @@ constexpr ncclDataType_t nccl_type() {
   if constexpr (std::is_same_v<T, float>) return ncclFloat32;
   else if constexpr (std::is_same_v<T, double>) return ncclFloat64;
   else if constexpr (std::is_same_v<T, bf16>) return ncclBfloat16;
+  else if constexpr (std::is_same_v<T, f16>) return ncclFloat16;
   else if constexpr (std::is_same_v<T, std::int32_t>) return ncclInt32;
   else if constexpr (std::is_same_v<T, std::int64_t>) return ncclInt64;
   else {
     static_assert(std::is_same_v<T, std::uint8_t>,
-                  "weft::nccl_communicator: this element type has no NCCL datatype. Use f32, f64, bf16, int32, "
-                  "int64 or uint8.");
+                  "weft::nccl_communicator: this element type has no NCCL datatype. Use f32, f64, bf16, f16, "
+                  "int32, int64 or uint8.");
     return ncclUint8;
   }
 }

@@ -4,7 +4,7 @@
 // non-negative integer values: {"!": 0, "\"": 1, ..., "<|endoftext|>": 50256}. This reader
 // accepts exactly that (with any JSON whitespace and string escapes, \uXXXX surrogate pairs
 // included) and reports anything else as one line with the byte offset.
-#include "weft/train/data_error.hpp"  // data_error
+#include "weft/data/data_error.hpp"  // data_error
 
 #include <cstddef>
 #include <cstdint>

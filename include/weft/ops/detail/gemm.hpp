@@ -103,10 +103,12 @@ inline constexpr std::size_t gemm_bf16_mt = 64;
 inline constexpr std::size_t gemm_bf16_nt = 256;
 inline constexpr std::size_t gemm_bf16_kc = 128;
 
-// tile(mb, nb) += alpha * op(A)(i0.., :) · op(B)(:, j0..), in float.
+// tile(mb, nb) += alpha * op(A)(i0.., :) · op(B)(:, j0..), in float. H: bf16 or f16 (both
+// widen to float exactly).
+template <half_float H>
 inline void gemm_bf16_tile(bool trans_a, bool trans_b, std::size_t i0, std::size_t mb, std::size_t j0,
-                           std::size_t nb, std::size_t k, float alpha, const bf16* a, std::size_t lda,
-                           const bf16* b, std::size_t ldb, float* tile) {
+                           std::size_t nb, std::size_t k, float alpha, const H* a, std::size_t lda,
+                           const H* b, std::size_t ldb, float* tile) {
   float pa[gemm_bf16_mt * gemm_bf16_kc];  // (mb, kb) panel of op(A), row stride kb
   float pb[gemm_bf16_kc * gemm_bf16_nt];  // (kb, nb) panel of op(B), row stride nb
   for (std::size_t p0 = 0; p0 < k; p0 += gemm_bf16_kc) {
@@ -134,15 +136,15 @@ inline void gemm_bf16_tile(bool trans_a, bool trans_b, std::size_t i0, std::size
   }
 }
 
-// C(m, n) = alpha * op(A) · op(B) + beta * C with A, B bf16 and C float or bf16; accumulation
-// in float.
-template <class Out>
-  requires std::same_as<Out, float> || std::same_as<Out, bf16>
+// C(m, n) = alpha * op(A) · op(B) + beta * C with A, B bf16 (or f16) and C float or the same
+// 16-bit type; accumulation in float.
+template <class Out, half_float H>
+  requires std::same_as<Out, float> || std::same_as<Out, H>
 void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
-               const bf16* a, std::size_t lda, const bf16* b, std::size_t ldb, float beta, Out* c,
+               const H* a, std::size_t lda, const H* b, std::size_t ldb, float beta, Out* c,
                std::size_t ldc) {
 #if defined(WEFT_HAS_CBLAS) && defined(WEFT_HAS_CBLAS_SBGEMM)
-  if constexpr (std::same_as<Out, float>) {
+  if constexpr (std::same_as<Out, float> && std::same_as<H, bf16>) {
     // A float C needs no staging: sbgemm accumulates into it directly.
     cblas_sbgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(m),
                  int(n), int(k), alpha, reinterpret_cast<const std::uint16_t*>(a), int(lda),
@@ -172,7 +174,7 @@ void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::si
 template <host_element T>
 void gemm(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, T alpha, const T* a,
           std::size_t lda, const T* b, std::size_t ldb, T beta, T* c, std::size_t ldc) {
-  if constexpr (std::same_as<T, bf16>) {
+  if constexpr (half_float<T>) {
     gemm_bf16(trans_a, trans_b, m, n, k, static_cast<float>(alpha), a, lda, b, ldb, static_cast<float>(beta), c,
               ldc);
     return;

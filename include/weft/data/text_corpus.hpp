@@ -4,10 +4,10 @@
 // in 64 KiB chunks and tokenises them on the fly with `byte_tokenizer` into a
 // `token_buffer`. Bytes are taken as they are: the text is expected to be UTF-8 but is not
 // validated (the byte tokenizer round-trips anything). Load time only: may allocate and throw.
-#include "weft/train/data_error.hpp"    // data_error
-#include "weft/train/token_buffer.hpp"  // token_buffer
-#include "weft/train/token_source.hpp"  // token_source
-#include "weft/train/tokenizer.hpp"     // byte_tokenizer
+#include "weft/data/data_error.hpp"    // data_error
+#include "weft/data/token_buffer.hpp"  // token_buffer
+#include "weft/data/token_source.hpp"  // token_source
+#include "weft/data/tokenizer.hpp"     // byte_tokenizer
 
 #include <cerrno>
 #include <cstddef>

@@ -6,9 +6,9 @@
 // rank r reads rows r*B .. r*B + B - 1 of it (see data_shard). Only full global batches are
 // visited, so the tail of fewer than world*B windows (plus at most S tokens) is skipped.
 #include "weft/core/diagnostics.hpp"  // diag::at_least
-#include "weft/train/data_error.hpp"  // data_error
-#include "weft/train/data_shard.hpp"  // data_shard
-#include "weft/train/token_view.hpp"  // token_view
+#include "weft/data/data_error.hpp"  // data_error
+#include "weft/data/data_shard.hpp"  // data_shard
+#include "weft/data/token_view.hpp"  // token_view
 
 #include <cstddef>
 #include <cstdint>

@@ -13,10 +13,12 @@
 // slice of the whole model's experts (the same values a single process would draw), so a run is
 // comparable to the single process step by step (tests/mpi/ep_model_equivalence.cpp).
 // Two ways to build it:
-//   * from a plan whose strategy has expert_parallel<"ep"> (strategy<mesh<axis<"dp">, axis<"ep", 2>>,
-//     expert_parallel<"ep">, data_parallel<"dp">>): plan<> maps the model's moe_mlp layers to
-//     ep_moe_mlp<…, ep> itself, and make_training_step<Plan>(world) returns this step, built with
-//     (world, options); a world that does not fit the mesh ends every rank with one line, status 2;
+//   * from a plan whose strategy has expert_parallel<"ep"> and data parallelism only
+//     (strategy<mesh<axis<"dp">, axis<"ep", 2>>, expert_parallel<"ep">, data_parallel<"dp">>), with
+//     (world, options); a world that does not fit the mesh ends every rank with one line, status 2.
+//     make_training_step<Plan>(world) returns distributed_step for such a plan instead (its local
+//     step wrapped in expert_parallel_local, train/expert_parallel_local.hpp), which also runs ZeRO,
+//     tensor parallelism and pipelines beside the experts;
 //   * by hand, from a plan of a model already built with ep_moe_mlp<Moe, ep>, with (world, ep, options).
 // Ranks: rank w is expert rank w % ep of data replica w / ep (strategy.hpp's order with tp = pp = 1);
 // every rank reads its own rows: data shard data_rank() of data_shards() = the world size.
@@ -29,8 +31,8 @@
 #include "weft/ops/fill.hpp"                   // zero
 #include "weft/ops/sum_squares.hpp"            // sum_squares
 #include "weft/parallel/strategy.hpp"          // rank_coords
-#include "weft/train/batch_source.hpp"         // batch_source, fill_from
-#include "weft/train/training_step.hpp"        // training_step, train_options, step_metrics
+#include "weft/data/batch_source.hpp"         // batch_source, fill_from
+#include "weft/exec/training_step.hpp"        // training_step, train_options, step_metrics
 
 #include <chrono>
 #include <cmath>
@@ -91,7 +93,7 @@ class expert_parallel_step {
   Comm& data_comm() { return dp_comm_; }
   std::size_t expert_rank() const { return static_cast<std::size_t>(world_.rank()) % ep_; }
 
-  // ---- the interface of distributed_step (make_training_step returns either) ----
+  // ---- the interface of distributed_step ----
   /// This rank's place in the mesh: {pp 0, dp replica, tp 0, expert rank}.
   rank_coords coords() const {
     const std::size_t w = static_cast<std::size_t>(world_.rank());

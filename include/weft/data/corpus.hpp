@@ -4,10 +4,10 @@
 // memory-mapped), a text file, a directory of text files (sorted, concatenated), or, with an empty
 // path, the fortune(6) corpus of Debian's `fortunes` package (the demo's default). "{rank}" in the
 // path is replaced by the given rank, so each process of a job can read its own file.
-#include "weft/train/data_error.hpp"   // data_error
-#include "weft/train/text_corpus.hpp"  // text_corpus, text_options
-#include "weft/train/token_file.hpp"   // token_file
-#include "weft/train/token_view.hpp"   // token_view
+#include "weft/data/data_error.hpp"   // data_error
+#include "weft/data/text_corpus.hpp"  // text_corpus, text_options
+#include "weft/data/token_file.hpp"   // token_file
+#include "weft/data/token_view.hpp"   // token_view
 
 #include <algorithm>
 #include <filesystem>

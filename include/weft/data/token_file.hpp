@@ -11,9 +11,9 @@
 // no load time and the page cache is shared by all ranks on a node. All checks happen in
 // `open`; reading afterwards never throws. The default dtype is u16, as before uint32 support:
 // a uint32 file opened that way is refused with a message saying how to open it.
-#include "weft/train/data_error.hpp"    // data_error
-#include "weft/train/token_source.hpp"  // token_source
-#include "weft/train/token_view.hpp"    // token_view
+#include "weft/data/data_error.hpp"    // data_error
+#include "weft/data/token_source.hpp"  // token_source
+#include "weft/data/token_view.hpp"    // token_view
 
 #include <bit>
 #include <cassert>

@@ -9,10 +9,16 @@
 // non-finite and `accept` verdict (a skipped step updates nothing and is not counted),
 // clipping, the optimizer, the metrics; clip_gradients(); and evaluate() for the steps whose
 // micro-batch is one forward (a pipeline has its own).
+// Dynamic loss scaling (f16 plans, train/loss_scaler.hpp): the micro-batches' loss gradient is
+// multiplied by the scale; the norm is divided by it; a non-finite step (an overflow) halves
+// it and updates nothing; a finite one divides the gradients by it before clipping.
 // data_parallel_step wraps any of them and agrees on the same verdict across its ranks.
+#include "weft/core/dtype.hpp"        // f16
 #include "weft/ops/clip.hpp"          // clip
 #include "weft/ops/fill.hpp"          // zero
 #include "weft/ops/host_element.hpp"  // compute_t
+#include "weft/ops/scale.hpp"         // scale (unscaling f16 gradients)
+#include "weft/train/loss_scaler.hpp" // loss_scaling, loss_scaler
 #include "weft/train/optimizer.hpp"   // adamw, lr_schedule
 
 #include <chrono>
@@ -36,6 +42,8 @@ struct train_options {
   /// this rank's loss and gradients. 1 (or no hook) is a normal step; NaN makes the step
   /// non-finite, a large factor makes a spike.
   std::function<double(std::size_t call)> fault{};
+  /// Dynamic loss scaling of f16 plans (ignored by other element types): loss_scaler.hpp.
+  loss_scaling loss_scale{};
 };
 
 /// What one step reports.
@@ -53,6 +61,9 @@ struct step_metrics {
   bool skipped = false;
   bool nonfinite = false;        ///< skipped because the loss or the gradient norm is NaN or inf
   std::size_t skipped_total = 0; ///< skipped steps of this step object so far, this one included
+  /// The loss scale this step's backward ran with (1 without dynamic loss scaling). A
+  /// non-finite step halves it for the next one (loss_scaler.hpp).
+  double loss_scale = 1;
 };
 
 /// The default `accept` of a step: every finite step updates.
@@ -69,14 +80,26 @@ struct step_gradients {
 /// The shared part of the local steps (see the top of the file); `Derived` is the step.
 template <class Derived>
 class step_skeleton {
+  // A batch source rather than a fill callable: it has next(tokens, targets) and is not callable.
+  template <class Fill>
+  static constexpr bool reads_source = requires(Fill& f, Derived& d) { f.next(d.tokens(), d.targets()); } &&
+                                       !requires(Fill& f, Derived& d) { f(d.tokens(), d.targets()); };
+
  public:
   /// One optimizer step. `fill(tokens, targets)` writes each micro-batch's (batch, seq) ids (the
   /// same on every rank of a tensor-parallel group; on a pipeline's first and last stage);
   /// `accept(loss, grad_norm)` is asked before the update of a finite step (a spike_guard).
+  /// `fill` may also be a batch source (anything with next(tokens, targets): a batch_sampler,
+  /// a sharded_sampler), read once per micro-batch.
   template <class Fill, class Accept = update_always>
     requires std::predicate<Accept&, double, double>
   step_metrics step(Fill&& fill, Accept&& accept = {}) {
-    return run_step(fill, accept);
+    if constexpr (reads_source<Fill>) {
+      auto f = [&fill](auto tokens, auto targets) { fill.next(tokens, targets); };
+      return run_step(f, accept);
+    } else {
+      return run_step(fill, accept);
+    }
   }
 
   /// Mean validation loss over `batches` micro-batches from `fill`, forward only.
@@ -85,7 +108,8 @@ class step_skeleton {
     Derived& d = self();
     double sum = 0;
     for (std::size_t i = 0; i < batches; ++i) {
-      fill(d.tokens(), d.targets());
+      if constexpr (reads_source<Fill>) fill.next(d.tokens(), d.targets());
+      else fill(d.tokens(), d.targets());
       if constexpr (requires { d.upload_batch(); }) d.upload_batch();  // an arena in device memory
       sum += d.loss();
     }
@@ -94,6 +118,12 @@ class step_skeleton {
 
   /// Steps skipped (non-finite, or rejected by their `accept`) by step() so far.
   std::size_t skipped_steps() const { return skipped_; }
+
+  /// The dynamic loss scaler (active for f16 plans with train_options::loss_scale.enabled).
+  const loss_scaler& loss_scale_state() {
+    init_scaler();
+    return scaler_;
+  }
 
   /// Global L2 norm of the gradients; scales them down to grad_clip when above it. Returns the
   /// norm before (collective where the step's grad_norm_squared is).
@@ -113,21 +143,28 @@ class step_skeleton {
     const auto t0 = std::chrono::steady_clock::now();
     const double fault = d.options().fault ? d.options().fault(calls_) : 1.0;
     ++calls_;
+    init_scaler();
+    constexpr bool scheduled = requires { d.schedule_gradients(fill, fault); };
+    const double loss_scale = scheduled ? 1.0 : scaler_.scale();  // 1 unless f16 with scaling on (no pipelines)
     step_gradients sg;
-    if constexpr (requires { d.schedule_gradients(fill, fault); }) sg = d.schedule_gradients(fill, fault);
-    else sg = accumulate_micro_batches(fill, fault);
+    if constexpr (scheduled) sg = d.schedule_gradients(fill, fault);
+    else sg = accumulate_micro_batches(fill, fault, loss_scale);
     step_metrics m;
-    m.loss = sg.loss;
-    m.grad_norm = std::sqrt(d.grad_norm_squared());
+    m.loss = sg.loss;  // the forward's loss: never scaled
+    m.loss_scale = loss_scale;
+    m.grad_norm = std::sqrt(d.grad_norm_squared()) / loss_scale;
     m.nonfinite = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
     m.skipped = m.nonfinite || !accept(m.loss, m.grad_norm);
+    if (m.nonfinite) scaler_.update(/*overflow=*/true);
     if (m.skipped) {
       ++skipped_;
       m.lr = d.options().schedule.at(d.step_count(), d.options().optimizer.lr);
     } else {
       auto g = d.grads();
+      if constexpr (scalable<Derived>) ops::scale(d.context(), g.data(), g.size(), 1.0 / loss_scale);  // unscale
       ops::clip(d.context(), g.data(), g.size(), m.grad_norm, d.options().grad_clip);
       m.lr = d.apply_optimizer();
+      scaler_.update(/*overflow=*/false);
     }
     m.skipped_total = skipped_;
     m.step = d.step_count();
@@ -137,16 +174,17 @@ class step_skeleton {
     return m;
   }
 
-  /// The gradients of grad_accum micro-batches, each scaled by fault / (rows · grad_accum) (so
-  /// that they sum to the gradient of the mean loss, times `fault`), and their mean loss.
+  /// The gradients of grad_accum micro-batches, each scaled by fault · loss_scale / (rows ·
+  /// grad_accum) (so that they sum to the gradient of the mean loss, times `fault` and the loss
+  /// scale), and their mean loss (times `fault`, not the loss scale).
   template <class Fill>
-  step_gradients accumulate_micro_batches(Fill& fill, double fault) {
+  step_gradients accumulate_micro_batches(Fill& fill, double fault, double loss_scale = 1.0) {
     Derived& d = self();
     auto g = d.grads();
     ops::zero(d.context(), g.data(), g.size());
     using T = typename decltype(g)::value_type;
     const std::size_t k = d.options().grad_accum;
-    const auto scale = static_cast<ops::compute_t<T>>(fault / static_cast<double>(Derived::rows * k));
+    const auto scale = static_cast<ops::compute_t<T>>(fault * loss_scale / static_cast<double>(Derived::rows * k));
     double loss_sum = 0;
     for (std::size_t i = 0; i < k; ++i) {
       fill(d.tokens(), d.targets());
@@ -157,8 +195,17 @@ class step_skeleton {
   }
 
  private:
+  // Whether the step's gradients are f16: the only element type that scales its loss.
+  template <class D>
+  static constexpr bool scalable = requires(D& d) { requires std::same_as<typename decltype(d.grads())::value_type, f16>; };
   Derived& self() { return static_cast<Derived&>(*this); }
+  void init_scaler() {
+    if (!scaler_ready_) scaler_ = loss_scaler(self().options().loss_scale, scalable<Derived>);
+    scaler_ready_ = true;
+  }
   std::size_t calls_ = 0, skipped_ = 0;  // step() calls and skipped steps (not checkpointed)
+  loss_scaler scaler_{};
+  bool scaler_ready_ = false;
 };
 
 }  // namespace weft

@@ -18,6 +18,13 @@
 //   other than 0, the last pipeline stage's copy of a tied embedding), so each element once;
 //   the moments come from the shard vectors of ZeRO >= 1, the parameters from the master shard
 //   under ZeRO-3.
+// Under expert parallelism (expert_parallel<"ep">, plan::ep > 1) a rank holds E/ep experts of
+// every moe_mlp; the files are still the whole model's (Plan::model_type as one process writes
+// it: the same signature, structure, config.json and tensors, all E experts), so that they load
+// under any other strategy, ep = 1 or another ep. Expert rank r's expert tensors
+// (is_expert_parameter) are the block [r·E/ep, (r+1)·E/ep) of the logical tensors' leading axis;
+// the dense parameters, the same on every rank of the expert group, are written by expert rank 0
+// only (the wrapper's norm_skipped() holds them on the others) and read by every rank.
 // Then every file's header and tensors are checksummed (FNV-1a 64, tensor i by rank i mod N, in
 // parallel) into manifest.json, which rank 0 writes last.
 //
@@ -34,10 +41,11 @@
 // has succeeded. Any problem is one checkpoint_error line, the same on every rank.
 #include "weft/comm/communicator.hpp"         // communicator, reduce_op
 #include "weft/parallel/tensor_parallel.hpp"  // shard_indices
-#include "weft/train/checkpoint.hpp"          // checkpoint_state, the checkpoint engine (detail::ckpt_*)
-#include "weft/train/checkpoint_error.hpp"    // checkpoint_error
-#include "weft/train/distributed_step.hpp"    // distributed_step
-#include "weft/train/safetensors.hpp"         // safetensors_writer, safetensors_file
+#include "weft/io/checkpoint.hpp"          // checkpoint_state, the checkpoint engine (detail::ckpt_*)
+#include "weft/io/checkpoint_error.hpp"    // checkpoint_error
+#include "weft/exec/distributed_step.hpp"    // distributed_step
+#include "weft/parallel/plan.hpp"          // plan, precision (the files' single-process plan)
+#include "weft/io/safetensors.hpp"         // safetensors_writer, safetensors_file
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -89,6 +97,20 @@ inline long long step_of_dir_name(const std::string& n) {
   return v;
 }
 
+// The single-process plan whose files a save of `Plan` writes: `Plan` itself, or under expert
+// parallelism the whole model (model_type, all E experts) in one process at the same precision.
+template <class Plan>
+struct ckpt_logical_plan {
+  using type = Plan;
+};
+template <class Plan>
+  requires(Plan::ep > 1)
+struct ckpt_logical_plan<Plan> {
+  using type = plan<typename Plan::model_type, typename Plan::batch_type, precision<typename Plan::value_type>>;
+};
+template <class Plan>
+using ckpt_logical_plan_t = typename ckpt_logical_plan<Plan>::type;
+
 // What this rank holds of a distributed step: its local block (a tp shard of a pipeline stage's
 // block), which of its elements it writes (its dp shard, minus norm_skipped()), and where the
 // moments and, under ZeRO-3, the master parameters live.
@@ -102,6 +124,10 @@ ckpt_local<typename Plan::value_type> ckpt_local_of(distributed_step<Plan, Comm>
   if constexpr (requires { loc.tp_rank(); }) {
     v.tp = Plan::tp;
     v.tp_rank = loc.tp_rank();
+  }
+  if constexpr (requires { loc.expert_rank(); }) {  // expert_parallel_local: its slice of the experts
+    v.ep = loc.expert_size();
+    v.ep_rank = loc.expert_rank();
   }
   v.params = loc.params();
   v.counted.assign(v.params.size(), 1);
@@ -162,6 +188,7 @@ std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& 
   using T = typename Plan::value_type;
   static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
                 "weft::save_checkpoint: distributed checkpoints hold f32 or f64 plans (no mixed precision yet). Use precision<float> or precision<double>.");
+  using logical = detail::ckpt_logical_plan_t<Plan>;  // the files' plan: the whole model in one process
   namespace fs = std::filesystem;
   const std::uint64_t n = step.inner().step_count();
   // Rank 0's position, everywhere: the headers must be the same bytes on every rank.
@@ -181,7 +208,7 @@ std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& 
       throw checkpoint_error("weft::save_checkpoint: cannot create " + tmp.string() + " (" + ec.message() + ")");
   }));
   // 2. Every rank: its slices of the files; rank 0 the headers, config.json, the manifest last.
-  detail::ckpt_write_files<Plan>(world, detail::ckpt_local_of(step), tmp, n, cs,
+  detail::ckpt_write_files<logical>(world, detail::ckpt_local_of(step), tmp, n, cs,
                                  detail::ckpt_strategy_text<Plan>(step.dp_size(), static_cast<std::size_t>(world.size())));
   // 3. Rank 0: the directory renamed into place, then `latest`, then rotation.
   detail::ckpt_agree(world, world.rank() != 0 ? std::string() : detail::ckpt_try([&] {
@@ -226,6 +253,7 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
   using T = typename Plan::value_type;
   static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
                 "weft::load_checkpoint: distributed checkpoints hold f32 or f64 plans (no mixed precision yet). Use precision<float> or precision<double>.");
+  using logical = detail::ckpt_logical_plan_t<Plan>;  // the files' plan: the whole model in one process
   auto local = detail::ckpt_local_of(step);
   detail::ckpt_staged<T> staged;
   std::filesystem::path dir;
@@ -238,7 +266,7 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
     if (!std::filesystem::exists(dir / "manifest.json"))
       throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " has no manifest.json (an unfinished save?)");
     man = detail::ckpt_parse_manifest(dir / "manifest.json");
-    files = detail::ckpt_check_files<Plan>(dir, man);
+    files = detail::ckpt_check_files<logical>(dir, man);
   }));
 
   // 2. Checksums in parallel: tensor i by rank i mod N; headers and config.json by rank 0.
@@ -275,7 +303,7 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
 
   // 3. Every rank: its elements, into buffers.
   detail::ckpt_agree(world, detail::ckpt_try([&] {
-    const auto whole = Plan::parameters();
+    const auto whole = logical::parameters();
     const auto index = detail::ckpt_whole_index(whole);
     staged.params.resize(local.params.size());
     staged.m.resize(local.m.size());
@@ -284,7 +312,7 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
     const std::size_t mb = local.moment_base, me = local.moment_base + local.m.size();
     for (const param_info& p : local.infos) {
       const std::size_t w = index.at(p.name);
-      const auto idx = detail::ckpt_shard_map(whole[w], p, local.tp, local.tp_rank);
+      const auto idx = detail::ckpt_shard_map(whole[w], p, local.tp, local.tp_rank, local.ep, local.ep_rank);
       const auto& tp_ = files[0].tensors[detail::ckpt_tensor_index(detail::ckpt_kind::param, w)];
       const auto& tm = files[1].tensors[detail::ckpt_tensor_index(detail::ckpt_kind::m, w)];
       const auto& tv = files[1].tensors[detail::ckpt_tensor_index(detail::ckpt_kind::v, w)];

@@ -1,19 +1,25 @@
 #pragma once
 // ---- distributed_step: the training step a plan's strategy asks for, on a world of ranks ----
 // From plan<Model, batch<…>, strategy<mesh<…>, parts…>> and a communicator over the whole job,
-// this builds the groups of the mesh (tensor-parallel ranks adjacent, then data-parallel, then
-// pipeline: rank = (pp·dp + dp_index)·tp + tp_index), the local step of this rank's
-// model-parallel shard, and data parallelism with the strategy's ZeRO stage around it.
+// this builds the groups of the mesh (strategy.hpp's order: tensor-parallel ranks adjacent, then
+// expert-parallel, then data-parallel, then pipeline: rank = ((pp·dp + dp_index)·ep + ep_index)·tp
+// + tp_index), the local step of this rank's model-parallel shard, and data parallelism with the
+// strategy's ZeRO stage around it. Under expert_parallel<"ep"> the local step is wrapped in
+// expert_parallel_local (the expert group bound around forward and backward, the dense gradients
+// summed over it), so dp × ZeRO 0-3 × ep × tp × pp run through this one step; every (dp, ep) pair
+// reads its own rows of the global batch (data_rank() of data_shards()).
 // A world that does not fit the mesh ends every rank with one line and status 2.
 #include "weft/comm/check.hpp"                  // collective_check
 #include "weft/comm/communicator.hpp"           // communicator
 #include "weft/parallel/plan.hpp"               // plan
-#include "weft/train/batch_source.hpp"          // batch_source, fill_from
-#include "weft/train/data_parallel_step.hpp"    // data_parallel_step
-#include "weft/train/expert_parallel_step.hpp"  // expert_parallel_step
-#include "weft/train/pipeline_step.hpp"         // pipeline_step
-#include "weft/train/tensor_parallel_step.hpp"  // tensor_parallel_step
-#include "weft/train/training_step.hpp"         // training_step
+#include "weft/data/batch_source.hpp"          // batch_source, fill_from
+#include "weft/exec/data_parallel_step.hpp"    // data_parallel_step
+#include "weft/comm/all_to_all.hpp"             // all_to_all_communicator
+#include "weft/exec/expert_parallel_local.hpp" // expert_parallel_local
+#include "weft/exec/expert_parallel_step.hpp"  // expert_parallel_step (built by hand)
+#include "weft/exec/pipeline_step.hpp"         // pipeline_step
+#include "weft/exec/tensor_parallel_step.hpp"  // tensor_parallel_step
+#include "weft/exec/training_step.hpp"         // training_step
 
 #include <concepts>
 #include <cstddef>
@@ -38,6 +44,16 @@ struct local_step_of<Plan, Comm> {
 };
 template <class Plan, class Comm>
 using local_step_t = typename local_step_of<Plan, Comm>::type;
+// The local step of an expert-parallel plan: wrapped in expert_parallel_local (only when the
+// communicator can exchange rows; distributed_step says so otherwise).
+template <class Plan, class Comm, bool Wrap = (Plan::ep > 1 && all_to_all_communicator<Comm>)>
+struct ep_local_step_of {
+  using type = local_step_t<Plan, Comm>;
+};
+template <class Plan, class Comm>
+struct ep_local_step_of<Plan, Comm, true> {
+  using type = expert_parallel_local<local_step_t<Plan, Comm>, Comm>;
+};
 }  // namespace detail
 
 /// The distributed training step of `Plan` over the ranks of `world`.
@@ -46,28 +62,37 @@ template <class Plan, class Comm>
 class distributed_step {
  public:
   using strategy_type = typename Plan::strategy_type;
-  // Its groups have no expert-parallel axis: an ep plan runs as expert_parallel_step.
-  static constexpr bool without_experts = !strategy_type::has_expert_parallel;
-  static_assert(without_experts, "weft::distributed_step: the plan's strategy has expert_parallel, which this step does not run. Build the step with make_training_step<Plan>(world) (it returns expert_parallel_step for such a plan).");
-  using local_step = detail::local_step_t<Plan, Comm>;
-  static constexpr std::size_t tp = Plan::tp, pp = Plan::pp;
+  static constexpr std::size_t tp = Plan::tp, pp = Plan::pp, ep = Plan::ep;
+  // The ep_moe_mlp layers exchange routed rows over the expert group.
+  static constexpr bool exchanges = ep == 1 || all_to_all_communicator<Comm>;
+  static_assert(exchanges, "weft::distributed_step: expert_parallel needs a communicator with all_to_all and all_to_all_v (mpi_communicator has them). Run the plan over mpi::world, or drop expert_parallel.");
+  /// The step of this rank's model-parallel shard (wrapped in expert_parallel_local under ep > 1).
+  using local_step = typename detail::ep_local_step_of<Plan, Comm>::type;
 
   distributed_step(Comm& world, train_options options = {})
       : world_(world),
         dp_n_(checked_dp(world)),
         coords_(strategy_type::coords(static_cast<std::size_t>(world.rank()), dp_n_)),
-        // Groups: same (pp, dp) -> a tensor-parallel group; same (pp, tp) -> a data-parallel group.
-        tp_group_(world.split(static_cast<int>(coords_.pp * dp_n_ + coords_.dp), static_cast<int>(coords_.tp))),
-        dp_group_(world.split(static_cast<int>(coords_.pp * tp + coords_.tp), static_cast<int>(coords_.dp))),
-        // Same (dp, tp) -> a pipeline: the stages of one model replica.
-        pp_group_(world.split(static_cast<int>(coords_.dp * tp + coords_.tp), static_cast<int>(coords_.pp))),
+        // Groups: same (pp, dp, ep) -> a tensor-parallel group; same (pp, ep, tp) -> a
+        // data-parallel group; same (pp, dp, tp) -> an expert group.
+        tp_group_(world.split(static_cast<int>((coords_.pp * dp_n_ + coords_.dp) * ep + coords_.ep),
+                              static_cast<int>(coords_.tp))),
+        dp_group_(world.split(static_cast<int>((coords_.pp * ep + coords_.ep) * tp + coords_.tp),
+                              static_cast<int>(coords_.dp))),
+        // Same (dp, ep, tp) -> a pipeline: the stages of one model replica.
+        pp_group_(world.split(static_cast<int>((coords_.dp * ep + coords_.ep) * tp + coords_.tp),
+                              static_cast<int>(coords_.pp))),
+        ep_group_(split_experts(world)),
         step_(dp_group_, make_local(options), strategy_type::bucket_bytes) {}
 
   /// This rank's place in the mesh.
   rank_coords coords() const { return coords_; }
   std::size_t dp_size() const { return dp_n_; }
-  /// Rows of the global batch this rank reads: data shard `dp index` of `dp_size()`.
-  std::size_t data_rank() const { return coords_.dp; }
+  /// Rows of the global batch this rank reads: data shard data_rank() of data_shards(), one per
+  /// (dp, ep) pair (every expert rank brings its own tokens): dp index · ep + ep index of dp · ep.
+  /// The ranks of a tensor-parallel group or a pipeline read the same shard.
+  std::size_t data_rank() const { return coords_.dp * ep + coords_.ep; }
+  std::size_t data_shards() const { return dp_n_ * ep; }
 
   /// One optimizer step over this rank's rows: from a batch source (`step(sampler)`), or from a
   /// `fill(tokens, targets)` callable called once per micro-batch.
@@ -121,55 +146,62 @@ class distributed_step {
     collective_check(world, n != 0,
                      "weft::distributed_step: the world has " + std::to_string(world.size()) +
                          " ranks, which the mesh cannot use (tp " + std::to_string(tp) + " x pp " + std::to_string(pp) +
-                         " x dp). Launch a multiple of " + std::to_string(tp * pp) + " ranks (mpirun -np N).",
+                         (ep > 1 ? " x ep " + std::to_string(ep) : std::string()) + " x dp). Launch a multiple of " +
+                         std::to_string(tp * pp * ep) + " ranks (mpirun -np N).",
                      2);
     return n;
   }
+  using model_parallel_step = detail::local_step_t<Plan, Comm>;
+  model_parallel_step make_model_parallel(const train_options& o) {
+    if constexpr (pp > 1 && tp > 1) return model_parallel_step(pp_group_, tp_group_, o);
+    else if constexpr (pp > 1) return model_parallel_step(pp_group_, o);
+    else if constexpr (tp > 1) return model_parallel_step(tp_group_, o);
+    else return model_parallel_step(o);
+  }
   local_step make_local(const train_options& o) {
-    if constexpr (pp > 1 && tp > 1) return local_step(pp_group_, tp_group_, o);
-    else if constexpr (pp > 1) return local_step(pp_group_, o);
-    else if constexpr (tp > 1) return local_step(tp_group_, o);
-    else return local_step(o);
+    if constexpr (std::is_same_v<local_step, model_parallel_step>) return make_model_parallel(o);
+    else return local_step(*ep_group_, make_model_parallel(o));
+  }
+  // Same (pp, dp, tp) -> an expert group; none without expert parallelism (no split: a split
+  // communicator can cost device resources, e.g. NCCL's).
+  std::optional<Comm> split_experts(Comm& world) {
+    if constexpr (ep == 1) return std::nullopt;
+    else
+      return world.split(static_cast<int>((coords_.pp * dp_n_ + coords_.dp) * tp + coords_.tp),
+                         static_cast<int>(coords_.ep));
   }
 
   Comm& world_;
   std::size_t dp_n_;
   rank_coords coords_;
   Comm tp_group_, dp_group_, pp_group_;
+  std::optional<Comm> ep_group_;
   data_parallel_step<Plan, Comm, strategy_type::zero_stage, local_step> step_;
 };
 
 namespace detail {
-// The step of a plan: expert_parallel_step when its strategy has expert_parallel<> (ep ranks
-// exchange routed rows, so the communicator needs all_to_all), distributed_step otherwise.
-// After the message below: a stand-in, so that no second error follows it.
+// The step of a plan: distributed_step, for every strategy. Under expert_parallel<> the ep ranks
+// exchange routed rows, so the communicator needs all_to_all; after the message below, a
+// stand-in, so that no second error follows it.
 template <class Comm>
 struct no_expert_step {
   no_expert_step(Comm&, const train_options&) {}
-};
-template <bool Exchanges, class Plan, class Comm>
-struct ep_step_or {
-  using type = no_expert_step<Comm>;
-};
-template <class Plan, class Comm>
-struct ep_step_or<true, Plan, Comm> {
-  using type = expert_parallel_step<Plan, Comm>;
 };
 template <class Plan, class Comm>
 struct training_step_for {
   using type = distributed_step<Plan, Comm>;
 };
 template <class Plan, class Comm>
-  requires(Plan::strategy_type::has_expert_parallel)
+  requires(Plan::strategy_type::has_expert_parallel && !all_to_all_communicator<Comm>)
 struct training_step_for<Plan, Comm> {
   static constexpr bool exchanges = all_to_all_communicator<Comm>;
   static_assert(exchanges, "weft::make_training_step: expert_parallel needs a communicator with all_to_all and all_to_all_v (mpi_communicator has them). Run the plan over mpi::world, or drop expert_parallel.");
-  using type = typename ep_step_or<exchanges, Plan, Comm>::type;
+  using type = no_expert_step<Comm>;
 };
 }  // namespace detail
 
-/// The step make_training_step<Plan> returns for a world of type `Comm`: distributed_step, or
-/// expert_parallel_step for a strategy with expert_parallel<"ep">.
+/// The step make_training_step<Plan> returns for a world of type `Comm`: distributed_step (for
+/// an expert_parallel<"ep"> strategy too, whose local step is then expert_parallel_local).
 template <class Plan, class Comm>
 using training_step_for_t = typename detail::training_step_for<Plan, Comm>::type;
 

@@ -50,6 +50,7 @@
 #include "weft/ops/fill.hpp"                 // zero
 #include "weft/ops/mean_loss.hpp"            // mean_loss
 #include "weft/ops/sum_squares.hpp"          // sum_squares_continue
+#include "weft/parallel/expert_parallel.hpp" // ep_model_t
 #include "weft/parallel/instruction.hpp"     // instruction, instruction_kind
 #include "weft/parallel/pipeline_stage.hpp"  // pipeline_stage, pipeline_stage_t
 #include "weft/parallel/recompute.hpp"       // with_recompute_t
@@ -57,8 +58,8 @@
 #include "weft/parallel/state_sections.hpp"  // local_state_sections
 #include "weft/parallel/tensor_parallel.hpp" // tp_shard_t, gather_shards
 #include "weft/ops/accumulate.hpp"             // accumulate (the fault hook)
-#include "weft/train/tensor_parallel_step.hpp"  // initialise_shards
-#include "weft/train/training_step.hpp"      // train_options, step_metrics, initialise_parameters
+#include "weft/exec/tensor_parallel_step.hpp"  // initialise_shards
+#include "weft/exec/training_step.hpp"      // train_options, step_metrics, initialise_parameters
 
 #include <algorithm>
 #include <array>
@@ -239,6 +240,15 @@ inline constexpr std::array<pipeline_chunk_facts<T>, P * V> pipeline_facts_v =
 
 }  // namespace detail
 
+namespace detail {
+// The expert-parallel degree of a plan (1 without one).
+template <class Plan>
+constexpr std::size_t plan_ep() {
+  if constexpr (requires { Plan::ep; }) return Plan::ep;
+  else return 1;
+}
+}  // namespace detail
+
 /// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `M` micro-batches of `Plan`'s
 /// batch shape, with point-to-point traffic over the pipeline group `Comm`; with `TP` > 1 each
 /// stage is also one of TP tensor-parallel shards (tp × pp); `SP`: with sequence parallelism,
@@ -251,7 +261,9 @@ template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class
 class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, Comm, TP, SP>> {
  public:
   using plan_type = Plan;
-  using model = typename Plan::model_type;  ///< as written: stages are cut from it, then recomputed
+  /// As written, with each moe_mlp as ep_moe_mlp<…, ep> under expert_parallel (Plan::rank_model
+  /// before recomputation): stages are cut from it, then recomputed.
+  using model = ep_model_t<typename Plan::model_type, detail::plan_ep<Plan>()>;
   using recompute_type = typename Plan::executed_recompute;
   using T = typename Plan::value_type;
   using schedule_type = Schedule;

@@ -21,6 +21,22 @@
 // gradient blocks (backward writes the whole gradient; ZeRO-3 gathers the whole model before
 // forward): memory_model's working_bytes. resident_bytes() is what a rank holds, and
 // plan<>::memory_per_rank predicts it (tests/mpi/memory_per_rank.cpp).
+// Mixed precision (precision<bf16, f32>, issue #7): the parameters, gradients and activations
+// are bf16 in the local arena; the optimizer state is in the master type M (f32). zero<0> runs
+// the local step's own update (its arena's f32 master and moments). From zero<1> on, this step
+// holds the f32 master shard beside the f32 moment shards (initialised with the same f32
+// values as the single-rank master, not from the rounded bf16 parameters), updates it with the
+// mixed-precision adamw_step (ops/adamw.hpp: computed in f32, the bf16 parameter written from
+// the new master with one rounding) and all-gathers the bf16 shard into every rank's
+// parameters; zero<3> keeps that bf16 shard as its own vector (the send buffer of the gather;
+// ZeRO's 2Ψ/Nd parameter shard), so the bytes are ZeRO's 2 + 2 + 12 per parameter, sharded
+// by stage. Gradients are reduced over the communicator in bf16 (each pairwise sum computed
+// in f32 and rounded once, comm/mpi.hpp); the norm, clipping and update then read them as
+// the single-rank step reads its bf16 gradients.
+// Dynamic loss scaling (f16 plans, train/loss_scaler.hpp): every rank scales its micro-batches'
+// loss gradient by the same scale; the norm is divided by it; a non-finite gradient on any rank
+// (an overflow) is the collective non-finite verdict below, so every rank skips the step and
+// halves the scale together; otherwise the owned gradients are divided by it before clipping.
 // Equivalence: N steps give the losses and parameters of one process running the whole
 // global batch (dp · micro · grad_accum sequences), up to the order of floating-point sums.
 // Skipped steps: a loss or gradient norm that is not finite on any rank, or a step the caller's
@@ -35,8 +51,10 @@
 #include "weft/ops/clip.hpp"             // clip
 #include "weft/ops/copy.hpp"             // copy
 #include "weft/ops/fill.hpp"             // zero
+#include "weft/ops/scale.hpp"            // scale (unscaling f16 gradients)
 #include "weft/ops/sum_squares.hpp"      // sum_squares_continue
-#include "weft/train/training_step.hpp"  // training_step, train_options, step_metrics
+#include "weft/train/loss_scaler.hpp"    // loss_scaler
+#include "weft/exec/training_step.hpp"  // training_step, train_options, step_metrics
 
 #include <algorithm>
 #include <chrono>
@@ -58,6 +76,17 @@ constexpr bool holds_optimizer_state() {
   if constexpr (requires { Local::optimizer_state_in_arena; }) return Local::optimizer_state_in_arena;
   else return true;
 }
+// The type of the optimizer state (master weights, moments) of a local step: its M under mixed
+// precision (training_step<precision<bf16, f32>>: f32), else its parameter type T.
+template <class Local, class T>
+struct dp_master_type {
+  using type = T;
+};
+template <class Local, class T>
+  requires requires { typename Local::M; requires Local::mixed_precision; }
+struct dp_master_type<Local, T> {
+  using type = typename Local::M;
+};
 }  // namespace detail
 
 /// Data parallelism with ZeRO stage `Zero` for `Plan` over the data-parallel group `Comm`.
@@ -85,6 +114,12 @@ class data_parallel_step {
   using T = typename Plan::value_type;
   using local_step = Local;
   static constexpr std::size_t zero_stage = Zero;
+  /// Master weights and AdamW moments: T, or the local step's master type under mixed precision.
+  using M = typename detail::dp_master_type<Local, T>::type;
+  static constexpr bool mixed_precision = !std::is_same_v<T, M>;
+  /// Whether steps scale the loss dynamically: f16 parameters, a local step whose micro-batches
+  /// this step runs (not a pipeline's schedule), and train_options::loss_scale.enabled.
+  static constexpr bool scalable = std::is_same_v<T, f16> && requires(Local& l) { l.accumulate(ops::compute_t<T>{}); };
 
   /// `group` is this rank's data-parallel group (the world, or a split of it).
   data_parallel_step(Comm& group, train_options options = {}, std::size_t bucket_bytes = std::size_t{25} << 20)
@@ -93,7 +128,8 @@ class data_parallel_step {
   /// Wraps a local step built by the caller (tensor- or pipeline-parallel ones need their groups).
   data_parallel_step(Comm& group, local_step&& local, std::size_t bucket_bytes = std::size_t{25} << 20)
       : group_(group), local_(std::move(local)), P(local_.params().size()), dp_(static_cast<std::size_t>(group.size())),
-        rank_(static_cast<std::size_t>(group.rank())) {
+        rank_(static_cast<std::size_t>(group.rank())),
+        scaler_(local_.options().loss_scale, scalable) {
     // ---- shards: dp contiguous runs ----
     counts_.resize(dp_);
     offsets_.resize(dp_);
@@ -106,8 +142,8 @@ class data_parallel_step {
     shard_begin_ = offsets_[rank_];
     shard_size_ = static_cast<std::size_t>(counts_[rank_]);
     if constexpr (Zero >= 1) {
-      m_.assign(shard_size_, T{0});
-      v_.assign(shard_size_, T{0});
+      m_.assign(shard_size_, M{0});
+      v_.assign(shard_size_, M{0});
       // Decay runs of this rank's shard, from the model's parameter groups.
       for (const auto& g : local_.parameter_groups()) {
         const std::size_t b = std::max(g.offset, shard_begin_), e = std::min(g.offset + g.size, shard_begin_ + shard_size_);
@@ -115,7 +151,19 @@ class data_parallel_step {
       }
     }
     if constexpr (Zero >= 2) grad_shard_.assign(shard_size_, T{0});
-    if constexpr (Zero == 3) {
+    if constexpr (Zero >= 1 && mixed_precision) {
+      // The f32 master shard holds the initial values themselves (as the single-rank step's
+      // master does); the bf16 parameters are their rounded copy.
+      std::vector<M> init(P);
+      initialise_parameters(std::span<M>(init), local_.parameter_infos(), local_.options().seed);
+      master_.assign(init.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
+                     init.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
+      if constexpr (Zero == 3) {
+        auto p = local_.params();
+        param_shard_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
+                            p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
+      }
+    } else if constexpr (Zero == 3) {
       auto p = local_.params();
       master_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
                      p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
@@ -142,20 +190,23 @@ class data_parallel_step {
   std::size_t shard_begin() const { return shard_begin_; }
   std::size_t shard_size() const { return shard_size_; }
   std::size_t buckets() const { return buckets_.size(); }
-  /// This rank's shard of the AdamW moments and (ZeRO-3) of the master parameters: offsets
-  /// [shard_begin(), shard_begin() + shard_size()) of local().params(). Empty below the stage
-  /// that shards them (zero<0> keeps the moments in the local step's arena).
-  std::span<T> moments_m() { return m_; }
-  std::span<T> moments_v() { return v_; }
-  std::span<T> master_shard() { return master_; }
-  std::span<const T> moments_m() const { return m_; }
-  std::span<const T> moments_v() const { return v_; }
-  std::span<const T> master_shard() const { return master_; }
+  /// This rank's shard of the AdamW moments and of the master parameters (ZeRO-3; under mixed
+  /// precision ZeRO-1 to 3): offsets [shard_begin(), shard_begin() + shard_size()) of
+  /// local().params(). Empty below the stage that shards them (zero<0> keeps the moments in
+  /// the local step's arena).
+  std::span<M> moments_m() { return m_; }
+  std::span<M> moments_v() { return v_; }
+  std::span<M> master_shard() { return master_; }
+  std::span<const M> moments_m() const { return m_; }
+  std::span<const M> moments_v() const { return v_; }
+  std::span<const M> master_shard() const { return master_; }
   /// Bytes this rank holds for training: the local step's arena and the shard vectors (moments,
-  /// gradient shard, master shard), by capacity. Compare with plan<>::memory_per_rank.
+  /// master shard in M; gradient shard and, mixed ZeRO-3, parameter shard in T), by capacity.
+  /// Compare with plan<>::memory_per_rank.
   std::size_t resident_bytes() const {
-    const std::size_t shards = m_.capacity() + v_.capacity() + grad_shard_.capacity() + master_.capacity();
-    return local_.resident_bytes() + shards * sizeof(T);
+    const std::size_t wide = m_.capacity() + v_.capacity() + master_.capacity();
+    const std::size_t narrow = grad_shard_.capacity() + param_shard_.capacity();
+    return local_.resident_bytes() + wide * sizeof(M) + narrow * sizeof(T);
   }
   /// Buckets whose reduction started before backward ended, in the last step.
   std::size_t buckets_overlapped() const { return overlapped_; }
@@ -163,6 +214,8 @@ class data_parallel_step {
 
   /// Steps skipped so far (the same count on every rank).
   std::size_t skipped_steps() const { return skipped_; }
+  /// The dynamic loss scaler (f16 plans; the same state on every rank).
+  const loss_scaler& loss_scale_state() const { return scaler_; }
 
   /// One optimizer step. `fill(tokens, targets)` writes this rank's rows of each micro-batch.
   /// `accept(loss, grad_norm)` is asked, on every rank, before the update of a finite step; the
@@ -173,6 +226,7 @@ class data_parallel_step {
     const auto t0 = std::chrono::steady_clock::now();
     const double fault = local_.options().fault ? local_.options().fault(calls_) : 1.0;  // tests only
     ++calls_;
+    const double loss_scale = scaler_.scale();  // 1 unless f16 with scaling on
     if constexpr (Zero == 3) gather_parameters();
     auto grads = local_.grads();
     ops::zero(local_.context(), grads.data(), grads.size());
@@ -190,7 +244,8 @@ class data_parallel_step {
       }
     } else {
       k = local_.options().grad_accum;
-      const T scale = static_cast<T>(fault / static_cast<double>(Plan::rows * k * dp_));
+      // In the compute type (float for bf16), as the single-rank step passes it.
+      const auto scale = static_cast<ops::compute_t<T>>(fault * loss_scale / static_cast<double>(Plan::rows * k * dp_));
       for (std::size_t i = 0; i < k; ++i) {
         fill(local_.tokens(), local_.targets());
         if constexpr (requires { local_.upload_batch(); }) local_.upload_batch();  // a device arena's copy
@@ -204,7 +259,8 @@ class data_parallel_step {
     finish_reduction();
 
     step_metrics m;
-    m.grad_norm = global_norm();
+    m.grad_norm = global_norm() / loss_scale;
+    m.loss_scale = loss_scale;
     // {loss, this rank's non-finite flag}, summed over the group: a NaN loss anywhere makes the
     // sum NaN, the flag says so explicitly. Then over the model-parallel ranks (no-op alone).
     double local_loss = loss_sum / static_cast<double>(k);
@@ -213,6 +269,7 @@ class data_parallel_step {
     m.loss = red[0] / static_cast<double>(dp_);
     m.nonfinite = local_.model_parallel_sum(red[1]) != 0;  // the same on every rank
     m.skipped = m.nonfinite;
+    if (m.nonfinite) scaler_.update(/*overflow=*/true);  // the same verdict, so the same scale, everywhere
     if constexpr (!std::is_same_v<std::remove_cvref_t<Accept>, update_always>) {
       if (!m.skipped) {  // every rank asks (a guard keeps the same history everywhere), all agree
         double reject = accept(m.loss, m.grad_norm) ? 0.0 : 1.0;
@@ -225,8 +282,10 @@ class data_parallel_step {
       m.lr = local_.options().schedule.at(local_.step_count(), local_.options().optimizer.lr);
     } else {
       auto g = owned_grads();
+      if constexpr (scalable) ops::scale(local_.context(), g.data(), g.size(), 1.0 / loss_scale);  // unscale
       ops::clip(local_.context(), g.data(), g.size(), m.grad_norm, local_.options().grad_clip);
       m.lr = update();
+      scaler_.update(/*overflow=*/false);
     }
     m.skipped_total = skipped_;
     m.step = local_.step_count();
@@ -238,7 +297,8 @@ class data_parallel_step {
 
   /// Makes local().params() the current parameters on every rank (a no-op below ZeRO-3).
   void gather_parameters() {
-    if constexpr (Zero == 3) group_.all_gather_v(std::span<const T>(master_), local_.params(), counts_);
+    if constexpr (Zero == 3 && mixed_precision) group_.all_gather_v(std::span<const T>(param_shard_), local_.params(), counts_);
+    else if constexpr (Zero == 3) group_.all_gather_v(std::span<const T>(master_), local_.params(), counts_);
   }
 
   /// Mean loss over the group of `batches` micro-batches per rank.
@@ -338,12 +398,27 @@ class data_parallel_step {
       const double lr = local_.options().schedule.at(local_.step_count(), o.lr);
       local_.set_step_count(local_.step_count() + 1);
       const int t = static_cast<int>(local_.step_count());
-      T* params = Zero == 3 ? master_.data() - static_cast<std::ptrdiff_t>(shard_begin_) : local_.params().data();
-      T* grads = Zero >= 2 ? grad_shard_.data() - static_cast<std::ptrdiff_t>(shard_begin_) : local_.grads().data();
-      for (const auto& g : shard_groups_) {
-        const std::size_t at = g.offset - shard_begin_;
-        ops::adamw_step(local_.context(), params + g.offset, grads + g.offset, m_.data() + at, v_.data() + at, g.size,
-                                          static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
+      // Pointers indexed by the offset in the whole parameter block (shard vectors shifted back).
+      const auto shift = static_cast<std::ptrdiff_t>(shard_begin_);
+      T* grads = Zero >= 2 ? grad_shard_.data() - shift : local_.grads().data();
+      if constexpr (mixed_precision) {
+        // f32 master and moments updated from the bf16 gradients; the bf16 parameters of the
+        // shard written from the new master (one rounding): into the arena (ZeRO-1/2, then
+        // gathered below) or into the parameter shard (ZeRO-3, gathered before the next forward).
+        T* copy = Zero == 3 ? param_shard_.data() - shift : local_.params().data();
+        for (const auto& g : shard_groups_) {
+          const std::size_t at = g.offset - shard_begin_;
+          ops::adamw_step(local_.context(), master_.data() + at, copy + g.offset, grads + g.offset, m_.data() + at,
+                          v_.data() + at, g.size, static_cast<float>(lr), o.beta1, o.beta2, o.eps,
+                          g.decay ? o.weight_decay : 0.0f, t);
+        }
+      } else {
+        T* params = Zero == 3 ? master_.data() - shift : local_.params().data();
+        for (const auto& g : shard_groups_) {
+          const std::size_t at = g.offset - shard_begin_;
+          ops::adamw_step(local_.context(), params + g.offset, grads + g.offset, m_.data() + at, v_.data() + at, g.size,
+                          static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
+        }
       }
       if constexpr (Zero <= 2) {
         // Every rank's updated shard into everyone's parameters. The send buffer is the
@@ -365,7 +440,8 @@ class data_parallel_step {
   std::vector<int> counts_;
   std::vector<std::size_t> offsets_;
   std::size_t shard_begin_ = 0, shard_size_ = 0;
-  std::vector<T> m_, v_, grad_shard_, master_;  // shard-sized: the only copy of what ZeRO shards
+  std::vector<M> m_, v_, master_;        // shard-sized, in M: the only copy of the optimizer state ZeRO shards
+  std::vector<T> grad_shard_, param_shard_;  // shard-sized, in T: ZeRO-2/3's gradients, mixed ZeRO-3's parameters
   std::vector<typename local_step::group> shard_groups_;
   std::vector<range> buckets_;
   std::vector<typename Comm::request> requests_;
@@ -375,6 +451,7 @@ class data_parallel_step {
   std::size_t next_bucket_ = 0, overlapped_ = 0;
   bool reducing_ = false;
   std::size_t calls_ = 0, skipped_ = 0;  // step() calls, skipped steps
+  loss_scaler scaler_;
 };
 
 }  // namespace weft

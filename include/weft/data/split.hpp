@@ -3,7 +3,7 @@
 // The validation range is the *last* fraction of the tokens, as in nanoGPT's prepare
 // scripts; contiguous ranges keep a document from leaking across the boundary except at
 // the one cut. Windows sampled from one range never read tokens of the other.
-#include "weft/train/token_view.hpp"  // token_view
+#include "weft/data/token_view.hpp"  // token_view
 
 #include <cmath>
 #include <cstddef>

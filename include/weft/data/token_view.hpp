@@ -3,7 +3,7 @@
 // Samplers and splits work on views, so that one non-template `batch_sampler<B, S>` reads
 // memory-mapped uint16 files and in-memory int32 buffers alike. The element width is a
 // run-time tag; the copy loops branch on it once per window, not once per token.
-#include "weft/train/token_source.hpp"  // token_source
+#include "weft/data/token_source.hpp"  // token_source
 
 #include <algorithm>
 #include <cassert>

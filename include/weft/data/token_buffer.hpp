@@ -2,7 +2,7 @@
 // ---- token_buffer: tokens held in memory (the text path) ----
 // The in-memory counterpart of `token_file`, with the same reading interface
 // (`token_source`). Filled at load time; read-only during training.
-#include "weft/train/token_source.hpp"  // token_source
+#include "weft/data/token_source.hpp"  // token_source
 
 #include <cstddef>
 #include <cstdint>

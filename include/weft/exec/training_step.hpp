@@ -20,8 +20,8 @@
 #include "weft/ops/sum_squares.hpp"      // sum_squares
 #include "weft/parallel/plan.hpp"        // plan
 #include "weft/train/optimizer.hpp"      // adamw, lr_schedule
-#include "weft/train/splitmix64.hpp"     // splitmix64
-#include "weft/train/step_skeleton.hpp"  // step_skeleton, train_options, step_metrics, update_always
+#include "weft/data/splitmix64.hpp"     // splitmix64
+#include "weft/exec/step_skeleton.hpp"  // step_skeleton, train_options, step_metrics, update_always
 
 #include <algorithm>
 #include <chrono>

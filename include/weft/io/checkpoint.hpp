@@ -25,12 +25,16 @@
 // step is left unchanged.
 #include "weft/comm/communicator.hpp"          // communicator, reduce_op
 #include "weft/comm/single.hpp"                // single_world (a save from one process)
+#include "weft/model/ep_moe_mlp.hpp"           // is_expert_parameter (an expert rank's slice)
 #include "weft/model/structure.hpp"            // structure_of, structure_digest
 #include "weft/parallel/tensor_parallel.hpp"   // shard_indices
-#include "weft/train/batch_sampler.hpp"     // sampler_state
-#include "weft/train/checkpoint_error.hpp"  // checkpoint_error
-#include "weft/train/safetensors.hpp"       // safetensors_writer, safetensors_file
-#include "weft/train/training_step.hpp"     // training_step
+#include "weft/data/batch_sampler.hpp"        // sampler_state
+#include "weft/io/checkpoint_error.hpp"        // checkpoint_error
+#include "weft/io/checkpoint_files.hpp"        // fnv1a64, ckpt_agree, ckpt_fd, ckpt_read_small
+#include "weft/io/checkpoint_manifest.hpp"     // ckpt_manifest, ckpt_manifest_json, ckpt_parse_manifest
+#include "weft/io/checkpoint_model.hpp"        // model_signature, export_name, write_hf_config
+#include "weft/io/safetensors.hpp"             // safetensors_writer, safetensors_file
+#include "weft/exec/training_step.hpp"        // training_step
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -66,110 +70,6 @@ namespace weft {
 struct checkpoint_state {
   sampler_state sampler{};
 };
-
-namespace detail {
-template <class T>
-constexpr std::string_view st_dtype_name() {
-  if constexpr (sizeof(T) == 8) return "F64";
-  else return "F32";
-}
-
-// The optional facts of a model (a language_model need not name its family, kv heads or ffn).
-template <class M>
-std::string model_family() {
-  if constexpr (requires { std::string_view(M::family); }) return std::string(std::string_view(M::family));
-  else return "weft";
-}
-template <class M>
-std::string optional_size(const char* key) {
-  const std::string k(key);
-  if constexpr (requires { std::size_t(M::kv_heads); })
-    if (k == "kv_heads") return " kv_heads=" + std::to_string(M::kv_heads);
-  if constexpr (requires { std::size_t(M::ffn); })
-    if (k == "ffn") return " ffn=" + std::to_string(M::ffn);
-  return {};
-}
-
-// A short description of the model that must match on load.
-template <class Plan>
-std::string model_signature() {
-  using M = typename Plan::model;
-  return model_family<M>() + " vocab=" + std::to_string(M::vocab_size) + " context=" +
-         std::to_string(M::context_length) + " width=" + std::to_string(M::width) + " heads=" +
-         std::to_string(M::heads) + optional_size<M>("kv_heads") + " depth=" + std::to_string(M::depth) +
-         optional_size<M>("ffn") + " params=" + std::to_string(Plan::param_count);
-}
-
-// The model as written (before recomputation, which does not change what it computes).
-template <class Plan>
-struct structured_model {
-  using type = typename Plan::model;
-};
-template <class Plan>
-  requires requires { typename Plan::model_type; }
-struct structured_model<Plan> {
-  using type = typename Plan::model_type;
-};
-template <class Plan>
-using structured_model_t = typename structured_model<Plan>::type;
-
-/// The canonical text of the plan's model structure, and its hash (model/structure.hpp).
-template <class Plan>
-const std::string& model_structure_text() {
-  static const std::string text = structure_of<structured_model_t<Plan>>();
-  return text;
-}
-template <class Plan>
-const std::string& model_structure() {
-  static const std::string hash = structure_digest(model_structure_text<Plan>());
-  return hash;
-}
-
-// Where two structure texts first differ, as "…context…" of each (for one-line messages).
-inline std::string structure_difference(const std::string& a, const std::string& b) {
-  std::size_t i = 0;
-  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  const std::size_t from = i > 40 ? i - 40 : 0;
-  auto cut = [&](const std::string& s) { return "'" + (from ? std::string("...") : "") + s.substr(from, 80) + "...'"; };
-  return "first difference at character " + std::to_string(i) + ": file " + cut(a) + ", this model " + cut(b);
-}
-
-// The name of parameter `p` in files: the model's export_name hook, else weft's name.
-template <class M>
-std::string export_name(const std::string& weft_name) {
-  if constexpr (requires { { M::export_name(std::string_view{}) } -> std::convertible_to<std::string>; })
-    return M::export_name(weft_name);
-  else return weft_name;
-}
-
-inline std::vector<std::int64_t> export_shape(const param_info& p) {
-  std::vector<std::int64_t> s(p.shape.begin(), p.shape.end());
-  if (p.export_as == export_layout::transposed && s.size() == 2) std::swap(s[0], s[1]);
-  return s;
-}
-
-template <class Plan>
-void write_hf_config(const std::filesystem::path& file) {
-  using M = typename Plan::model;
-  std::ofstream out(file);
-  constexpr bool gpt2_facts = requires { std::size_t(M::ffn); };  // gpt<> has them; a user's model may not
-  if constexpr (requires(std::ostream& o) { M::write_config(o); }) {
-    M::write_config(out);  // the model's own hook
-  } else if (gpt2_facts && model_family<M>() == "gpt2") {
-    out << "{\n  \"model_type\": \"gpt2\",\n  \"architectures\": [\"GPT2LMHeadModel\"],\n"
-        << "  \"vocab_size\": " << M::vocab_size << ",\n  \"n_positions\": " << M::context_length
-        << ",\n  \"n_ctx\": " << M::context_length << ",\n  \"n_embd\": " << M::width << ",\n  \"n_layer\": " << M::depth
-        << ",\n  \"n_head\": " << M::heads << ",\n  \"n_inner\": " << optional_size<M>("ffn").substr(5)
-        << ",\n  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
-        << "  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"" << (sizeof(typename Plan::value_type) == 8 ? "float64" : "float32")
-        << "\"\n}\n";
-  } else {
-    out << "{\n  \"weft_model\": \"" << model_signature<Plan>() << "\",\n  \"weft_structure\": \""
-        << model_structure<Plan>() << "\"\n}\n";
-  }
-  if (!out) throw checkpoint_error("weft::save_checkpoint: cannot write " + file.string());
-}
-}  // namespace detail
 
 namespace detail {
 // The floating-point dtypes load_weights converts from.
@@ -217,8 +117,8 @@ std::string checked_weight_name(const safetensors_file& f, const param_info& p) 
   const auto& info = f.info(name);
   if (info.shape != export_shape(p))
     throw checkpoint_error("weft::load_weights: " + f.path() + ": tensor '" + name + "' has shape " +
-                           train::detail::shape_string(info.shape) + ", this model needs " +
-                           train::detail::shape_string(export_shape(p)) + " (this model: " +
+                           io::detail::shape_string(info.shape) + ", this model needs " +
+                           io::detail::shape_string(export_shape(p)) + " (this model: " +
                            model_signature<Plan>() + ")");
   if (!st_float_dtype(info.dtype))
     throw checkpoint_error("weft::load_weights: " + f.path() + ": tensor '" + name + "' has dtype " + info.dtype +
@@ -281,131 +181,6 @@ inline std::uint64_t parse_count(const std::string& text, const std::string& key
 
 namespace detail {
 // ==== the checkpoint engine: the same code writes a checkpoint from one process or from N ====
-
-// ---- checksums, text ----
-
-inline constexpr std::uint64_t fnv1a64_basis = 0xcbf29ce484222325ull;
-inline std::uint64_t fnv1a64(const void* data, std::size_t n, std::uint64_t h = fnv1a64_basis) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-inline std::string hex64(std::uint64_t v) {
-  char s[17];
-  std::snprintf(s, sizeof s, "%016llx", static_cast<unsigned long long>(v));
-  return s;
-}
-// ---- agreement: every rank learns the first failure, as the same checkpoint_error ----
-
-// Collective. Returns if `error` is empty on every rank; otherwise every rank throws the
-// lowest failing rank's message.
-template <communicator Comm>
-void ckpt_agree(Comm& world, const std::string& error) {
-  std::int32_t lowest = error.empty() ? 0 : world.size() - world.rank();
-  world.all_reduce(std::span<std::int32_t>(&lowest, 1), reduce_op::max);
-  if (lowest == 0) return;
-  const int root = world.size() - lowest;
-  std::int64_t n = world.rank() == root ? static_cast<std::int64_t>(error.size()) : 0;
-  world.broadcast(std::span<std::int64_t>(&n, 1), root);
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n));
-  if (world.rank() == root) std::memcpy(bytes.data(), error.data(), bytes.size());
-  world.broadcast(std::span<std::uint8_t>(bytes), root);
-  throw checkpoint_error(std::string(bytes.begin(), bytes.end()));
-}
-// Runs f; returns the message of what it threw, empty if nothing.
-template <class F>
-std::string ckpt_try(F&& f) {
-  try {
-    f();
-    return {};
-  } catch (const std::exception& e) {
-    std::string s = e.what();
-    std::replace(s.begin(), s.end(), '\n', ' ');
-    return s.empty() ? "weft::checkpoint: unknown error" : s;
-  }
-}
-
-// ---- plain file I/O with one-line errors ----
-
-struct ckpt_fd {
-  int fd = -1;
-  std::string path;
-  ckpt_fd() = default;
-  ckpt_fd(const std::filesystem::path& p, int flags) : fd(::open(p.c_str(), flags | O_CLOEXEC, 0644)), path(p.string()) {
-    if (fd < 0) throw checkpoint_error("weft::checkpoint: cannot open " + path + ": " + std::strerror(errno));
-  }
-  ckpt_fd(const ckpt_fd&) = delete;
-  ckpt_fd& operator=(const ckpt_fd&) = delete;
-  ~ckpt_fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  void pwrite_all(const void* data, std::size_t n, std::uint64_t at) const {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(at));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) throw checkpoint_error("weft::save_checkpoint: cannot write " + path + ": " + std::strerror(errno));
-      p += w, n -= static_cast<std::size_t>(w), at += static_cast<std::uint64_t>(w);
-    }
-  }
-  void pread_all(void* data, std::size_t n, std::uint64_t at) const {
-    char* p = static_cast<char*>(data);
-    while (n > 0) {
-      const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(at));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0)
-        throw checkpoint_error("weft::load_checkpoint: " + path + ": cannot read " + std::to_string(n) + " bytes at " +
-                               std::to_string(at) + (r == 0 ? " (truncated file?)" : ": " + std::string(std::strerror(errno))));
-      p += r, n -= static_cast<std::size_t>(r), at += static_cast<std::uint64_t>(r);
-    }
-  }
-  void sync() const {
-    if (::fsync(fd) != 0) throw checkpoint_error("weft::save_checkpoint: cannot fsync " + path + ": " + std::strerror(errno));
-  }
-};
-// Makes a rename inside `dir` durable (best effort: some file systems refuse to fsync a directory).
-inline void ckpt_sync_dir(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    (void)::fsync(fd);
-    ::close(fd);
-  }
-}
-// Writes `text` to dir/name atomically: name.tmp, fsync, rename, fsync dir.
-inline void ckpt_write_small(const std::filesystem::path& dir, const std::string& name, const std::string& text) {
-  const std::filesystem::path tmp = dir / (name + ".tmp"), final_path = dir / name;
-  {
-    ckpt_fd f(tmp, O_WRONLY | O_CREAT | O_TRUNC);
-    f.pwrite_all(text.data(), text.size(), 0);
-    f.sync();
-  }
-  if (::rename(tmp.c_str(), final_path.c_str()) != 0)
-    throw checkpoint_error("weft::save_checkpoint: cannot rename " + tmp.string() + " to " + final_path.string() + ": " +
-                           std::strerror(errno));
-  ckpt_sync_dir(dir);
-}
-inline std::string ckpt_read_small(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) throw checkpoint_error("weft::load_checkpoint: cannot read " + p.string());
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-// FNV-1a 64 of bytes [begin, end) of an open file, read in pieces.
-inline std::uint64_t ckpt_digest(const ckpt_fd& f, std::uint64_t begin, std::uint64_t end) {
-  std::vector<char> buf(std::size_t{1} << 20);
-  std::uint64_t h = fnv1a64_basis;
-  for (std::uint64_t at = begin; at < end;) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(buf.size(), end - at));
-    f.pread_all(buf.data(), n, at);
-    h = fnv1a64(buf.data(), n, h);
-    at += n;
-  }
-  return h;
-}
 
 // ---- the logical files: names, shapes and byte ranges of every tensor ----
 
@@ -503,6 +278,7 @@ template <class T>
 struct ckpt_local {
   std::vector<param_info> infos;     // the local parameters: single-process names, local offsets
   std::size_t tp = 1, tp_rank = 0;   // the shard maps' arguments
+  std::size_t ep = 1, ep_rank = 0;   // expert parallelism: this rank holds experts [r·E/ep, (r+1)·E/ep)
   std::vector<char> counted;         // per local element: written by this rank if in its dp shard
   std::size_t shard_begin = 0, shard_end = 0;  // this dp rank's run of the local block
   std::span<T> params;               // the local block (every element, every rank)
@@ -516,10 +292,28 @@ inline std::map<std::string, std::size_t, std::less<>> ckpt_whole_index(const st
   for (std::size_t i = 0; i < whole.size(); ++i) m[whole[i].name] = i;
   return m;
 }
-// The single-process element of each element of local parameter `p`.
+// The single-process element of each element of local parameter `p`. On expert rank `ep_rank`
+// of `ep`, an expert tensor (is_expert_parameter) is the contiguous block ep_rank of the whole
+// tensor's leading (expert) axis; its tp shard map (replicated under tp) is taken within the block.
+// A parameter the local step holds whole (tp_role replicated: the expert-parallel MoE layer, which
+// tensor parallelism replicates) maps as under tp = 1, whatever role the logical one has.
 inline std::vector<std::size_t> ckpt_shard_map(const param_info& whole, const param_info& p, std::size_t tp,
-                                               std::size_t tp_rank) {
-  std::vector<std::size_t> idx = shard_indices(whole, tp, tp_rank);
+                                               std::size_t tp_rank, std::size_t ep = 1, std::size_t ep_rank = 0) {
+  if (p.tp_role == role::replicated) tp = 1;
+  std::vector<std::size_t> idx;
+  if (ep > 1 && is_expert_parameter(p.name)) {
+    if (whole.shape.empty() || whole.shape.front() % ep != 0 || whole.size % ep != 0)
+      throw checkpoint_error("weft::checkpoint: the experts of '" + p.name + "' (leading axis " +
+                             std::to_string(whole.shape.empty() ? 0 : whole.shape.front()) +
+                             ") do not split over ep " + std::to_string(ep));
+    param_info block = whole;  // this rank's experts, as a tensor of their own
+    block.shape.front() /= ep;
+    block.size /= ep;
+    idx = shard_indices(block, tp, tp_rank);
+    for (auto& i : idx) i += ep_rank * block.size;
+  } else {
+    idx = shard_indices(whole, tp, tp_rank);
+  }
   if (idx.size() != p.size)
     throw checkpoint_error("weft::checkpoint: the shard of '" + p.name + "' has " + std::to_string(p.size) +
                            " elements but its shard map " + std::to_string(idx.size()));
@@ -548,7 +342,7 @@ void ckpt_write_slices(const ckpt_fd& out, const ckpt_file& f, bool model_file, 
   std::vector<std::pair<std::uint64_t, T>> items;  // (byte offset in the file, value)
   for (const param_info& p : v.infos) {
     const std::size_t w = index.at(p.name);
-    const auto idx = ckpt_shard_map(whole[w], p, v.tp, v.tp_rank);
+    const auto idx = ckpt_shard_map(whole[w], p, v.tp, v.tp_rank, v.ep, v.ep_rank);
     const std::size_t b = std::max(p.offset, v.shard_begin), e = std::min(p.offset + p.size, v.shard_end);
     for (std::size_t x = b; x < e; ++x) {
       if (!v.counted[x]) continue;
@@ -578,110 +372,6 @@ void ckpt_write_slices(const ckpt_fd& out, const ckpt_file& f, bool model_file, 
     }
     i = j;
   }
-}
-
-// ---- the manifest ----
-
-struct ckpt_manifest_tensor {
-  std::string name, dtype, digest;
-  std::vector<std::int64_t> shape;
-};
-struct ckpt_manifest_file {
-  std::string name, head_digest;
-  std::uint64_t bytes = 0;
-  std::vector<ckpt_manifest_tensor> tensors;
-};
-struct ckpt_manifest {
-  std::string model, structure, strategy, config_digest;
-  std::uint64_t step = 0;
-  sampler_state sampler{};
-  std::vector<ckpt_manifest_file> files;
-};
-
-template <class Plan>
-std::string ckpt_strategy_text(std::size_t dp, std::size_t world) {
-  using S = typename Plan::strategy_type;
-  constexpr const char* schedules[] = {"gpipe", "1f1b", "interleaved"};
-  std::string s = "{\"world\": " + std::to_string(world) + ", \"dp\": " + std::to_string(dp) +
-                  ", \"tp\": " + std::to_string(Plan::tp) + ", \"pp\": " + std::to_string(Plan::pp) +
-                  ", \"zero\": " + std::to_string(S::zero_stage) +
-                  ", \"sequence_parallel\": " + (S::sequence_parallel ? "true" : "false");
-  if constexpr (Plan::pp > 1)
-    s += std::string(", \"schedule\": \"") + schedules[static_cast<int>(tag_kind<typename S::schedule_type>::value)] +
-         "\", \"microbatches\": " + std::to_string(S::microbatches) +
-         ", \"chunks\": " + std::to_string(S::schedule_type::chunks);
-  return s + "}";
-}
-
-inline std::string ckpt_manifest_json(const ckpt_manifest& m) {
-  std::string o = "{\n  \"format\": \"weft-checkpoint\",\n  \"version\": 1,\n  \"model\": ";
-  train::detail::append_json_string(o, m.model);
-  o += ",\n  \"structure\": ";
-  train::detail::append_json_string(o, m.structure);
-  o += ",\n  \"step\": " + std::to_string(m.step) + ",\n  \"sampler\": {\"seed\": " + std::to_string(m.sampler.seed) +
-       ", \"step\": " + std::to_string(m.sampler.step) + "},\n  \"rng\": null,\n  \"saved_under\": " + m.strategy +
-       ",\n  \"config\": {\"name\": \"config.json\", \"fnv1a64\": \"" + m.config_digest + "\"},\n  \"files\": [";
-  for (std::size_t i = 0; i < m.files.size(); ++i) {
-    const auto& f = m.files[i];
-    o += std::string(i ? "," : "") + "\n    {\"name\": \"" + f.name + "\", \"bytes\": " + std::to_string(f.bytes) +
-         ", \"header_fnv1a64\": \"" + f.head_digest + "\", \"tensors\": [";
-    for (std::size_t j = 0; j < f.tensors.size(); ++j) {
-      const auto& t = f.tensors[j];
-      o += std::string(j ? "," : "") + "\n      {\"name\": ";
-      train::detail::append_json_string(o, t.name);
-      o += ", \"dtype\": \"" + t.dtype + "\", \"shape\": [";
-      for (std::size_t k = 0; k < t.shape.size(); ++k) o += (k ? ", " : "") + std::to_string(t.shape[k]);
-      o += "], \"fnv1a64\": \"" + t.digest + "\"}";
-    }
-    o += "]}";
-  }
-  return o + "\n  ]\n}\n";
-}
-
-inline ckpt_manifest ckpt_parse_manifest(const std::filesystem::path& file) {
-  namespace td = train::detail;
-  const std::string text = ckpt_read_small(file);
-  const std::string where = "weft::load_checkpoint: " + file.string();
-  td::json_value root;
-  try {
-    root = td::json_parser(text).parse_document();
-  } catch (const td::json_error& e) {
-    throw checkpoint_error(where + ": invalid JSON at byte " + std::to_string(e.offset) + ": " + e.what +
-                           " (truncated or corrupted manifest)");
-  }
-  const auto need = [&](const td::json_value& obj, std::string_view key, td::json_value::kind k) -> const td::json_value& {
-    const td::json_value* v = obj.type == td::json_value::kind::object ? obj.find(key) : nullptr;
-    if (!v || v->type != k)
-      throw checkpoint_error(where + ": '" + std::string(key) + "' is missing or not " + std::string(td::json_kind_name(k)));
-    return *v;
-  };
-  using K = td::json_value::kind;
-  if (need(root, "format", K::string).string != "weft-checkpoint" || need(root, "version", K::integer).magnitude != 1)
-    throw checkpoint_error(where + " is not a version-1 weft checkpoint manifest");
-  ckpt_manifest m;
-  m.model = need(root, "model", K::string).string;
-  m.structure = need(root, "structure", K::string).string;
-  m.step = need(root, "step", K::integer).magnitude;
-  const auto& sampler = need(root, "sampler", K::object);
-  m.sampler.seed = need(sampler, "seed", K::integer).magnitude;
-  m.sampler.step = need(sampler, "step", K::integer).magnitude;
-  m.config_digest = need(need(root, "config", K::object), "fnv1a64", K::string).string;
-  for (const auto& f : need(root, "files", K::array).items) {
-    ckpt_manifest_file mf;
-    mf.name = need(f, "name", K::string).string;
-    mf.bytes = need(f, "bytes", K::integer).magnitude;
-    mf.head_digest = need(f, "header_fnv1a64", K::string).string;
-    for (const auto& t : need(f, "tensors", K::array).items) {
-      ckpt_manifest_tensor mt;
-      mt.name = need(t, "name", K::string).string;
-      mt.dtype = need(t, "dtype", K::string).string;
-      mt.digest = need(t, "fnv1a64", K::string).string;
-      for (const auto& d : need(t, "shape", K::array).items) mt.shape.push_back(static_cast<std::int64_t>(d.magnitude));
-      mf.tensors.push_back(std::move(mt));
-    }
-    m.files.push_back(std::move(mf));
-  }
-  return m;
 }
 
 // ---- reading: this rank's elements, checked, into buffers ----
@@ -765,8 +455,8 @@ std::array<ckpt_file, 2> ckpt_check_files(const std::filesystem::path& dir, cons
         const auto& info = sf.info(n);
         if (info.shape != shape)
           throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": tensor '" + n + "' has shape " +
-                                 train::detail::shape_string(info.shape) + ", this model needs " +
-                                 train::detail::shape_string(shape) + " (this model: " + model_signature<Plan>() + ")");
+                                 io::detail::shape_string(info.shape) + ", this model needs " +
+                                 io::detail::shape_string(shape) + " (this model: " + model_signature<Plan>() + ")");
         if (info.dtype != "F32" && info.dtype != "F64")
           throw checkpoint_error("weft::load_checkpoint: " + path.string() + ": tensor '" + n + "' has dtype " +
                                  info.dtype + "; distributed checkpoints hold F32 or F64");
@@ -1008,8 +698,8 @@ checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem:
       const auto& info = opt.info(name);
       if (info.shape != shape || !detail::st_float_dtype(info.dtype))
         throw checkpoint_error("weft::load_checkpoint: " + opt_path.string() + ": tensor '" + name + "' is " +
-                               info.dtype + " " + train::detail::shape_string(info.shape) + ", this model needs " +
-                               std::string(detail::st_dtype_name<T>()) + " " + train::detail::shape_string(shape));
+                               info.dtype + " " + io::detail::shape_string(info.shape) + ", this model needs " +
+                               std::string(detail::st_dtype_name<T>()) + " " + io::detail::shape_string(shape));
     }
   }
   const safetensors_file model = safetensors_file::open(model_path);

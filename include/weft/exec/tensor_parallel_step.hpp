@@ -21,7 +21,7 @@
 #include "weft/ops/mean_loss.hpp"                // mean_loss
 #include "weft/ops/sum_squares.hpp"              // sum_squares_continue
 #include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards
-#include "weft/train/training_step.hpp"          // train_options, step_metrics, initialise_parameters
+#include "weft/exec/training_step.hpp"          // train_options, step_metrics, initialise_parameters
 
 #include <algorithm>
 #include <chrono>
@@ -50,7 +50,7 @@ void initialise_shards(std::span<T> local_block, const std::vector<param_info>& 
     one.offset = 0;
     std::vector<T> values(w.size);
     initialise_parameters(std::span<T>(values), std::vector<param_info>{one}, seed);
-    const auto idx = shard_indices(w, tp, rank);
+    const auto idx = shard_indices(w, p.tp_role == role::replicated ? 1 : tp, rank);  // replicated: whole
     for (std::size_t i = 0; i < p.size; ++i) local_block[p.offset + i] = values[idx[i]];
   }
 }

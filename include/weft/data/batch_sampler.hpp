@@ -8,10 +8,10 @@
 // data-parallel ranks compute their rows of the global batch without drawing the others'.
 // `next` fills caller-owned buffers: no allocation, no exceptions, no I/O but page faults.
 #include "weft/core/diagnostics.hpp"    // diag::at_least
-#include "weft/train/data_error.hpp"    // data_error
-#include "weft/train/data_shard.hpp"    // data_shard
-#include "weft/train/splitmix64.hpp"    // splitmix64
-#include "weft/train/token_view.hpp"    // token_view
+#include "weft/data/data_error.hpp"    // data_error
+#include "weft/data/data_shard.hpp"    // data_shard
+#include "weft/data/splitmix64.hpp"    // splitmix64
+#include "weft/data/token_view.hpp"    // token_view
 
 #include <cstddef>
 #include <cstdint>

@@ -1,0 +1,306 @@
+#pragma once
+// ---- expert_parallel_local: a local step of a model with ep_moe_mlp layers, on one expert rank ----
+// Wraps any local step that data_parallel_step accepts (training_step<Plan>,
+// tensor_parallel_step<Plan>, pipeline_step<Plan, …>) of a plan whose model holds ep_moe_mlp
+// layers (plan<> maps moe_mlp to them under expert_parallel<"ep">), and is itself such a local
+// step. So dp × ZeRO 0-3 × ep × tp × pp all come from distributed_step's one code path:
+//   data_parallel_step<Plan, dp group, Zero, expert_parallel_local<Local, Comm>>
+// What the expert group changes (GShard / Switch: each ep rank brings its own tokens):
+//   * forward, backward and evaluation run with the expert group bound (bind_expert_group), so
+//     that the ep_moe_mlp layers exchange routed rows with the group's other ranks;
+//   * the loss is the mean over every token of the dp·ep ranks: the cross-entropy gradient
+//     data_parallel_step asks for (1/(rows·k·dp)) is divided by ep, the load-balancing loss of
+//     one micro-batch weighs 1/(k·dp·ep) (aux_losses().gradient_scale), and each micro-batch's
+//     loss is averaged over the group;
+//   * the dense gradients (every parameter that is not an expert's, is_expert_parameter: the
+//     router, the shared expert, attention, norms, embeddings) are summed over the expert group
+//     as backward finishes them, before the report reaches data_parallel_step's buckets (which
+//     then sum over dp). Each micro-batch's are summed, with expert rank 0 alone carrying the
+//     earlier micro-batches' sums, as tensor_parallel_step does for sequence parallelism; a
+//     pipeline (which runs its micro-batches itself and reports nothing) has them summed once,
+//     after its schedule. The experts' gradients are complete over the group's tokens already
+//     (sum over dp only);
+//   * the global norm counts each dense parameter once (on expert rank 0: the others skip them,
+//     norm_skipped) and every rank's experts; model_parallel_sum also sums over the group;
+//   * each rank starts from its slice of the whole model's experts: rank r's E/ep experts are
+//     [r·E/ep, (r+1)·E/ep) of the single-process tensor of that name, drawn from the same stream.
+// Under a pipeline the expert group is the ranks with the same stage (and dp, tp index); each
+// stage's ep_moe_mlp layers exchange with their peers of that stage.
+// Under tensor parallelism the mixture of experts is replicated over the tp group (tp_shard,
+// parallel/tensor_parallel.hpp; under sequence parallelism on the gathered sequence), so the
+// expert group is the ranks with the same (pp, dp, tp index): every tp rank exchanges with its
+// own peers and routes the same rows.
+#include "weft/comm/all_to_all.hpp"            // all_to_all_communicator
+#include "weft/comm/communicator.hpp"          // reduce_op
+#include "weft/comm/expert_group_adapter.hpp"  // expert_group_adapter
+#include "weft/model/aux_loss.hpp"             // aux_losses
+#include "weft/model/ep_moe_mlp.hpp"           // is_expert_parameter, bind_expert_group
+#include "weft/model/layer.hpp"                // grad_ready_hook, param_info
+#include "weft/ops/fill.hpp"                   // zero
+#include "weft/ops/sum_squares.hpp"            // sum_squares_continue
+#include "weft/data/splitmix64.hpp"           // splitmix64
+#include "weft/exec/training_step.hpp"        // detail::param_seed, detail::normal01
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace weft {
+
+/// `Local` (a micro-batch local step of an expert-parallel plan) on one rank of the expert group
+/// `Comm` (see the top of the file).
+template <class Local, all_to_all_communicator Comm>
+class expert_parallel_local {
+  // A pipeline runs its own micro-batches (forward_backward(fill, replicas)).
+  static constexpr bool own_schedule = requires { Local::microbatches; };
+
+ public:
+  using local_type = Local;
+  using plan_type = typename Local::plan_type;
+  using context_type = std::remove_cvref_t<decltype(std::declval<const Local&>().context())>;
+  using group = typename Local::group;
+  static constexpr std::size_t B = Local::B, S = Local::S, rows = Local::rows;
+  /// A pipeline's micro-batches per step (1 for the steps that take them one at a time).
+  static constexpr std::size_t microbatches = [] {
+    if constexpr (own_schedule) return std::size_t{Local::microbatches};
+    else return std::size_t{1};
+  }();
+  /// False under ZeRO >= 1, as the wrapped step's (data_parallel_step holds the optimizer state).
+  static constexpr bool optimizer_state_in_arena = Local::optimizer_state_in_arena;
+
+  /// A run of the parameter block.
+  struct run {
+    std::size_t offset, size;
+  };
+
+  /// `ep` is this rank's expert group (its size is the plan's ep); `local` is built on the plan
+  /// (and, for tensor parallelism, on its tp group) and is re-initialised here with this rank's
+  /// slice of the experts.
+  expert_parallel_local(Comm& ep, Local&& local)
+      : ep_(&ep), group_(ep), local_(std::move(local)),
+        ep_size_(static_cast<std::size_t>(ep.size())), ep_rank_(static_cast<std::size_t>(ep.rank())) {
+    const auto& infos = local_.parameter_infos();
+    for (const auto& p : infos)
+      if (!is_expert_parameter(p.name)) dense_.push_back({p.offset, p.size});
+    std::sort(dense_.begin(), dense_.end(), [](const run& a, const run& b) { return a.offset > b.offset; });  // last first
+    initialise_experts(infos);
+    // The runs the norm skips: the wrapped step's (tp replicas on tp ranks != 0), and the dense
+    // parameters on expert ranks != 0 (rank 0 counts them for the group); sorted and merged.
+    std::vector<run> all;
+    if constexpr (requires { local_.norm_skipped(); })
+      for (const auto& r : local_.norm_skipped()) all.push_back({r.offset, r.size});
+    if (ep_rank_ != 0) all.insert(all.end(), dense_.begin(), dense_.end());
+    std::sort(all.begin(), all.end(), [](const run& a, const run& b) { return a.offset < b.offset; });
+    for (const auto& r : all) {
+      if (!skipped_.empty() && r.offset <= skipped_.back().offset + skipped_.back().size) {
+        const std::size_t end = std::max(skipped_.back().offset + skipped_.back().size, r.offset + r.size);
+        skipped_.back().size = end - skipped_.back().offset;
+      } else {
+        skipped_.push_back(r);
+      }
+    }
+  }
+
+  expert_parallel_local(expert_parallel_local&&) noexcept = default;
+
+  /// The wrapped step.
+  Local& local() { return local_; }
+  const Local& local() const { return local_; }
+  std::size_t expert_rank() const { return ep_rank_; }
+  std::size_t expert_size() const { return ep_size_; }
+  /// The wrapped step's tensor-parallel rank, and its AdamW moments (ZeRO-0: in its arena), for
+  /// the checkpoint engine (io/distributed_checkpoint.hpp).
+  std::size_t tp_rank() const
+    requires requires(const Local& l) { l.tp_rank(); }
+  {
+    return local_.tp_rank();
+  }
+  auto adam_m() const
+    requires requires(const Local& l) { l.adam_m(); }
+  {
+    return local_.adam_m();
+  }
+  auto adam_v() const
+    requires requires(const Local& l) { l.adam_v(); }
+  {
+    return local_.adam_v();
+  }
+
+  // ---- the members data_parallel_step uses, forwarded ----
+  auto params() const { return local_.params(); }
+  auto grads() const { return local_.grads(); }
+  auto tokens() const { return local_.tokens(); }
+  auto targets() const { return local_.targets(); }
+  void upload_batch() const
+    requires requires(const Local& l) { l.upload_batch(); }
+  {
+    local_.upload_batch();
+  }
+  const std::vector<param_info>& parameter_infos() const { return local_.parameter_infos(); }
+  const auto& parameter_groups() const { return local_.parameter_groups(); }
+  const auto& options() const { return local_.options(); }
+  auto& options() { return local_.options(); }
+  const context_type& context() const { return local_.context(); }
+  std::size_t step_count() const { return local_.step_count(); }
+  void set_step_count(std::size_t s) { local_.set_step_count(s); }
+  std::size_t resident_bytes() const { return local_.resident_bytes(); }
+  double apply_optimizer()
+    requires optimizer_state_in_arena
+  {
+    return local_.apply_optimizer();
+  }
+  /// Called as gradients become final, after their sum over the expert group.
+  void set_grad_ready(grad_ready_hook hook) { grad_ready_ = hook; }
+
+  /// Forward and backward of this rank's micro-batch, adding its gradients (scaled by
+  /// `scale` / ep) to grads(), the dense ones summed over the expert group; returns the group's
+  /// mean loss of the micro-batch.
+  template <class Scale>
+  double accumulate(Scale scale) {
+    // The group's sum below adds every rank's share; rank 0 alone keeps the earlier ones.
+    if (ep_rank_ != 0) {
+      auto g = local_.grads();
+      for (const auto& r : dense_) ops::zero(local_.context(), g.data() + r.offset, r.size);
+    }
+    next_dense_ = 0;
+    local_.set_grad_ready({&expert_parallel_local::on_grads_final, this});  // `this` now (the step is moved in)
+    auto& meter = aux_losses();
+    const double saved = meter.gradient_scale;
+    const double per_rank = static_cast<double>(scale) / static_cast<double>(ep_size_);
+    meter.gradient_scale = per_rank * static_cast<double>(rows);  // 1 / (k · dp · ep) per micro-batch
+    double loss[1] = {0};
+    try {
+      bind_expert_group bound(group_);
+      loss[0] = local_.accumulate(static_cast<Scale>(per_rank));
+    } catch (...) {
+      meter.gradient_scale = saved;
+      throw;
+    }
+    meter.gradient_scale = saved;
+    reduce_dense(0);  // whatever backward did not report
+    ep_->all_reduce(std::span<double>(loss), reduce_op::sum);
+    return loss[0] / static_cast<double>(ep_size_);
+  }
+
+  /// A pipeline's step: its M micro-batches through the schedule (`replicas` = dp, the ep ranks
+  /// added here), the load-balancing loss of each weighing 1/(M · dp · ep), then the dense
+  /// gradients summed over the group; returns the group's mean loss.
+  template <class Fill>
+    requires own_schedule
+  double forward_backward(Fill&& fill, std::size_t replicas) {
+    auto& meter = aux_losses();
+    const double saved = meter.gradient_scale;
+    meter.gradient_scale = 1.0 / static_cast<double>(microbatches * replicas * ep_size_);
+    double loss[1] = {0};
+    try {
+      bind_expert_group bound(group_);
+      loss[0] = local_.forward_backward(fill, replicas * ep_size_);
+    } catch (...) {
+      meter.gradient_scale = saved;
+      throw;
+    }
+    meter.gradient_scale = saved;
+    next_dense_ = 0;
+    reduce_dense(0);
+    ep_->all_reduce(std::span<double>(loss), reduce_op::sum);
+    return loss[0] / static_cast<double>(ep_size_);
+  }
+
+  /// Mean loss over `batches` micro-batches of this rank, averaged over the expert group
+  /// (forward only; a collective over the group).
+  template <class Fill>
+  double evaluate(Fill&& fill, std::size_t batches) {
+    double loss[1] = {0};
+    {
+      bind_expert_group bound(group_);
+      loss[0] = local_.evaluate(fill, batches);
+    }
+    ep_->all_reduce(std::span<double>(loss), reduce_op::sum);
+    return loss[0] / static_cast<double>(ep_size_);
+  }
+
+  /// Runs the global norm skips on this rank (sorted): see the top of the file.
+  const std::vector<run>& norm_skipped() const { return skipped_; }
+
+  /// Squared global norm of the model's gradients, every parameter once (collective over the
+  /// model-parallel ranks and the expert group).
+  double grad_norm_squared() {
+    const auto g = local_.grads();
+    double sq = 0;
+    std::size_t at = 0;
+    for (const auto& r : skipped_) {
+      sq = ops::sum_squares_continue(local_.context(), sq, g.data() + at, r.offset - at);
+      at = r.offset + r.size;
+    }
+    sq = ops::sum_squares_continue(local_.context(), sq, g.data() + at, g.size() - at);
+    return model_parallel_sum(sq);
+  }
+  /// A squared-norm contribution summed over the wrapped step's model-parallel ranks, then over
+  /// the expert group.
+  double model_parallel_sum(double part) {
+    double v[1] = {local_.model_parallel_sum(part)};
+    ep_->all_reduce(std::span<double>(v), reduce_op::sum);
+    return v[0];
+  }
+
+ private:
+  static void on_grads_final(void* self, std::size_t from) {
+    auto& s = *static_cast<expert_parallel_local*>(self);
+    s.reduce_dense(from);
+    if (s.grad_ready_) s.grad_ready_(from);
+  }
+  // Sums over the expert group the dense parameters at offsets >= from not yet summed in this
+  // backward, adjacent ones in one call. Every rank of the group runs the same model, so the
+  // reports, and these calls, come in the same order everywhere.
+  void reduce_dense(std::size_t from) {
+    auto g = local_.grads();
+    while (next_dense_ < dense_.size() && dense_[next_dense_].offset >= from) {
+      std::size_t lo = dense_[next_dense_].offset;
+      const std::size_t hi = lo + dense_[next_dense_].size;
+      ++next_dense_;
+      while (next_dense_ < dense_.size() && dense_[next_dense_].offset >= from &&
+             dense_[next_dense_].offset + dense_[next_dense_].size == lo)
+        lo = dense_[next_dense_++].offset;
+      ep_->all_reduce(g.subspan(lo, hi - lo), reduce_op::sum);
+    }
+  }
+
+  // This rank's slice of the whole model's experts: skip the earlier ranks' share of each
+  // expert tensor's stream (the experts are the tensor's leading axis).
+  void initialise_experts(const std::vector<param_info>& infos) {
+    using T = typename decltype(local_.params())::value_type;
+    auto params = local_.params();
+    for (const auto& p : infos) {
+      if (!is_expert_parameter(p.name) || !p.random_init) continue;
+      splitmix64 g{detail::param_seed(local_.options().seed, p.name)};
+      for (std::size_t i = 0; i < ep_rank_ * p.size; ++i) (void)detail::normal01(g);
+      for (std::size_t i = 0; i < p.size; ++i) {
+        const double v = p.init_stddev * detail::normal01(g);
+        if constexpr (requires { local_.master(); }) {
+          using M = typename decltype(local_.master())::value_type;
+          const auto master = local_.master();
+          if (!master.empty()) master[p.offset + i] = static_cast<M>(v);
+          params[p.offset + i] = static_cast<T>(static_cast<M>(v));  // the master's rounded copy
+        } else {
+          params[p.offset + i] = static_cast<T>(v);
+        }
+      }
+    }
+  }
+
+  Comm* ep_;  // the expert group (outlives this step: distributed_step owns it)
+  expert_group_adapter<Comm> group_;
+  Local local_;
+  std::size_t ep_size_, ep_rank_;
+  std::vector<run> dense_;    // each non-expert parameter, last first
+  std::vector<run> skipped_;  // runs the norm skips, sorted
+  std::size_t next_dense_ = 0;
+  grad_ready_hook grad_ready_{};
+};
+
+}  // namespace weft
