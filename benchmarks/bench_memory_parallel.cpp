@@ -76,7 +76,7 @@ int run(mpi_communicator& world, const char* name) {
         tgt[i] = static_cast<std::int32_t>((s >> 41) % Plan::vocab_size);
       }
     });
-    row[0] = static_cast<std::int64_t>(Plan::memory::stage(step.coords().pp, step.dp_size()).total());
+    row[0] = static_cast<std::int64_t>(Plan::memory::stage(step.coords().pp(), step.dp_size()).total());
     row[1] = static_cast<std::int64_t>(step.inner().resident_bytes());
     row[2] = peak_rss_bytes() - before;
   }

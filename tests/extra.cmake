@@ -1,5 +1,6 @@
 # Tests that run programs: the demo's loss goal on a shortened run, the custom-layer example,
-# and the checkpoint cross-check against the reference safetensors implementation (Python).
+# the docs' snippets, the schedule timeline tool. (The checkpoint cross-checks against the
+# reference implementations are in tests/io/io.cmake.)
 
 # ---- the main job, shortened: 'tiny' preset, the loss must fall below a goal ----
 if(TARGET train_gpt)
@@ -32,29 +33,6 @@ find_program(WEFT_PYTHON python3)
 if(WEFT_PYTHON)
   add_test(NAME docs.snippets_match_sources COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/docs/check_snippets.py ${PROJECT_SOURCE_DIR})
   set_tests_properties(docs.snippets_match_sources PROPERTIES LABELS docs)
-endif()
-
-# ---- checkpoints: cross-checks against the reference implementations (Python) ----
-# safetensors_crosscheck.py: weft's safetensors reader/writer against the PyPI `safetensors`
-# package; gpt2_checkpoint_crosscheck.py: weft's gpt checkpoints against transformers' GPT-2
-# names, Conv1D layouts and forward pass. Both exit 77 (skip) without numpy/safetensors.
-find_program(WEFT_PYTHON python3)
-add_executable(safetensors_write_sample ${CMAKE_CURRENT_SOURCE_DIR}/train/safetensors_write_sample.cpp)
-target_link_libraries(safetensors_write_sample PRIVATE weft::weft)
-add_executable(gpt2_checkpoint_sample ${CMAKE_CURRENT_SOURCE_DIR}/train/gpt2_checkpoint_sample.cpp)
-target_link_libraries(gpt2_checkpoint_sample PRIVATE weft::host)
-if(WEFT_PYTHON)
-  add_test(NAME train.safetensors_crosscheck
-           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/safetensors_crosscheck.py all
-                   $<TARGET_FILE:safetensors_write_sample> ${CMAKE_CURRENT_BINARY_DIR}/safetensors_crosscheck)
-  add_test(NAME train.gpt2_checkpoint_crosscheck
-           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/gpt2_checkpoint_crosscheck.py all
-                   $<TARGET_FILE:gpt2_checkpoint_sample> ${CMAKE_CURRENT_BINARY_DIR}/gpt2_checkpoint_crosscheck)
-  set_tests_properties(train.safetensors_crosscheck train.gpt2_checkpoint_crosscheck PROPERTIES
-                       LABELS train SKIP_RETURN_CODE 77 TIMEOUT 300
-                       ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
-else()
-  message(STATUS "weft: no python3 - the safetensors and GPT-2 checkpoint cross-checks are skipped")
 endif()
 
 # ---- the schedule timeline tool writes an SVG ----

@@ -6,6 +6,7 @@
 #include "weft/parallel/mesh.hpp"          // mesh
 #include "weft/parallel/partition.hpp"     // parameters by role and stage
 #include "weft/parallel/strategy.hpp"      // strategy, data_parallel, tensor_parallel, pipeline
+#include "weft/parallel/expert_parallel.hpp"  // expert_parallel, ep_model_t
 #include "weft/parallel/tensor_parallel.hpp"  // tp_shard_t, tensor_parallel_plan, shard maps
 #include "weft/parallel/pipeline_stage.hpp"  // pipeline_stage_t
 #include "weft/parallel/plan.hpp"          // plan, precision, memory_budget

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "../train/temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <array>
 #include <atomic>

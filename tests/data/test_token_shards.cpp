@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "../train/temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <algorithm>
 #include <cstdint>

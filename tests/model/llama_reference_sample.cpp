@@ -1,5 +1,5 @@
 // Sample program for the independent LLaMA reference (tests/model/llama_reference.py runs it; see
-// docs/models.md). Mirrors tests/train/gpt2_checkpoint_sample.cpp for GPT-2.
+// docs/models.md). Mirrors tests/io/gpt2_checkpoint_sample.cpp for GPT-2.
 //
 //   llama_reference_sample <dir>
 //       trains a tiny llama for 2 deterministic steps (so norm gains leave 1 and every weight

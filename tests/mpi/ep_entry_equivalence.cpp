@@ -33,6 +33,7 @@
 #include <weft/model/moe_gpt.hpp>
 #include <weft/parallel/plan.hpp>
 #include <weft/exec/distributed_step.hpp>
+#include <weft/exec/expert_parallel_local.hpp>  // the local step expert_parallel wraps
 #include <weft/exec/training_step.hpp>
 #include <weft/parallel/tensor_parallel.hpp>
 
@@ -116,7 +117,7 @@ void fill_micro(std::size_t step, std::size_t micro, Span tokens, Span targets) 
 template <class Strategy, std::size_t Accum = 1>
 int run(mpi_communicator& world, const char* name, std::size_t steps) {
   using P = ep_plan<Strategy>;
-  constexpr std::size_t tp = Strategy::tp, ep = Strategy::ep, pp = Strategy::pp;
+  constexpr std::size_t tp = Strategy::tp, ep = ep_degree<Strategy>, pp = Strategy::pp;
   constexpr std::size_t mb = pp > 1 ? Strategy::microbatches : Accum;  // micro-batches per step and rank
   const int np = world.size();
   const std::size_t shards = static_cast<std::size_t>(np) / (tp * pp);  // one per (dp, ep) pair
@@ -135,13 +136,14 @@ int run(mpi_communicator& world, const char* name, std::size_t steps) {
   // the documented rank order: rank = ((pp index · dp + dp index) · ep + ep index) · tp + tp index
   const std::size_t w = static_cast<std::size_t>(world.rank()), dp = step.dp_size();
   const rank_coords c = step.coords();
-  WEFT_CHECK(c.tp == w % tp && c.ep == (w / tp) % ep && c.dp == (w / (tp * ep)) % dp && c.pp == w / (tp * ep * dp));
+  WEFT_CHECK(c.tp() == w % tp && expert_index(c) == (w / tp) % ep && c.dp() == (w / (tp * ep)) % dp &&
+             c.pp() == w / (tp * ep * dp));
   WEFT_CHECK(Strategy::rank_of(c, step.dp_size()) == w);
   WEFT_CHECK(Strategy::coords(w, step.dp_size()) == c);
-  WEFT_CHECK(step.data_shards() == shards && step.data_rank() == c.dp * ep + c.ep);
+  WEFT_CHECK(step.data_shards() == shards && step.data_rank() == c.dp() * ep + expert_index(c));
   auto& local = step.inner().local();  // expert_parallel_local
-  WEFT_CHECK(local.expert_rank() == c.ep && local.expert_size() == ep);
-  const std::size_t r = c.ep;
+  WEFT_CHECK(local.expert_rank() == expert_index(c) && local.expert_size() == ep);
+  const std::size_t r = expert_index(c);
 
   std::map<std::string, param_info> full_info, rank_info;
   for (const auto& p : ref.parameter_infos()) full_info[p.name] = p;
@@ -153,8 +155,8 @@ int run(mpi_communicator& world, const char* name, std::size_t steps) {
       const param_info& q = full_info.at(p.name);
       const param_info& wr = rank_info.at(p.name);
       // this expert rank's slice of the reference's tensor, then this tp rank's shard of it
-      const std::size_t from = q.offset + (is_expert_parameter(p.name) ? r * wr.size : 0);
-      const auto idx = shard_indices(wr, p.tp_role == role::replicated ? 1 : tp, c.tp);
+      const std::size_t from = q.offset + (is_expert_parameter(p) ? r * wr.size : 0);
+      const auto idx = shard_indices(wr, p.tp_role == role::replicated ? 1 : tp, c.tp());
       WEFT_CHECK(idx.size() == p.size);
       for (std::size_t i = 0; i < p.size; ++i) {
         const double e = ref.params()[from + idx[i]];

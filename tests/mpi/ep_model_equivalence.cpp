@@ -79,7 +79,7 @@ int run(mpi_communicator& world, std::size_t steps, std::size_t accum) {
   auto shard_of_reference = [&](std::span<double> dst) {
     for (const auto& p : ep.local().parameter_infos()) {
       const param_info& q = full_info.at(p.name);
-      const std::size_t from = q.offset + (is_expert_parameter(p.name) ? r * p.size : 0);
+      const std::size_t from = q.offset + (is_expert_parameter(p) ? r * p.size : 0);
       std::copy_n(ref.params().begin() + static_cast<std::ptrdiff_t>(from), p.size, dst.begin() + static_cast<std::ptrdiff_t>(p.offset));
     }
   };

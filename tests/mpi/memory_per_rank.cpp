@@ -8,8 +8,11 @@
 //     (memory_model.hpp: model_state_bytes() + working_bytes) on the dp rank with the largest
 //     shard, and no more on the others;
 //   * under ZeRO >= 1 the arena has no moment sections: the shards are the only copy;
-//   * the whole: resident_bytes() within `tolerance` of stage(...).total() (activations are
-//     Korthikanti's count in the plan, the executor's own kept buffers in the arena).
+//   * the whole: resident_bytes() within `tolerance` of stage(...).allocated_bytes() (activations
+//     are Korthikanti's count in the plan, the executor's own kept buffers in the arena); total()
+//     is that plus comm_bytes, the MPI library's temporaries inside the gradient collectives
+//     (not the step's allocation: bench_memory_parallel measures them in the peak RSS). With the
+//     whole gradient in one bucket (this small model) they are the whole gradient under ZeRO-0/1.
 //   * mixed precision (the *-bf16 presets, precision<bf16, f32>): the same, with bf16
 //     parameters and gradients and f32 master weights and moments (ZeRO's 2 + 2 + 12 bytes per
 //     parameter): the arena's f32 sections under zero<0>, data_parallel_step's f32 shards (and,
@@ -53,7 +56,7 @@ void run(mpi_communicator& world, const char* name) {
   using M = typename Plan::master_type;
   constexpr bool mixed = !std::is_same_v<T, M>;
   static_assert(std::is_same_v<typename dp_t::M, M>);  // the shards are in the master type
-  const std::size_t dpn = step.dp_size(), stage = step.coords().pp;
+  const std::size_t dpn = step.dp_size(), stage = step.coords().pp();
   const stage_memory planned = Plan::memory::stage(stage, dpn);
 
   // What the rank holds: the arena, and the shard vectors around it.
@@ -65,14 +68,19 @@ void run(mpi_communicator& world, const char* name) {
   WEFT_CHECK(dp_t::local_step::optimizer_state_in_arena == (zero == 0));
   WEFT_CHECK(dp.moments_m().size() == (zero >= 1 ? dp.shard_size() : 0));
   WEFT_CHECK(dp.master_shard().size() == (zero == 3 || (mixed && zero >= 1) ? dp.shard_size() : 0));
-  if (step.coords().dp == 0) WEFT_CHECK(arena_states + shards == planned_states);  // the largest shard
+  if (step.coords().dp() == 0) WEFT_CHECK(arena_states + shards == planned_states);  // the largest shard
   else WEFT_CHECK(arena_states + shards <= planned_states);
-  const double ratio = static_cast<double>(resident) / static_cast<double>(planned.total());
+  const double ratio = static_cast<double>(resident) / static_cast<double>(planned.allocated_bytes());
   WEFT_CHECK(ratio >= 1.0 - tolerance && ratio <= 1.0 + tolerance);
+  // The collectives' temporaries: counted in the total, none without data parallelism, and with
+  // every bucket in flight at once (at most gradient_buckets_in_flight) the whole gradient block.
+  WEFT_CHECK(planned.total() == planned.allocated_bytes() + planned.comm_bytes);
+  WEFT_CHECK((planned.comm_bytes == 0) == (dpn == 1));
+  if (zero <= 1 && dpn > 1 && dp.buckets() <= gradient_buckets_in_flight) WEFT_CHECK(planned.comm_bytes == n * sizeof(T));
 
-  // The peak over the ranks against memory_per_rank's definition (the largest stage).
+  // The peak over the ranks against memory_per_rank's definition (the largest stage), less comm_bytes.
   std::size_t peak_planned = 0;
-  for (std::size_t s = 0; s < Plan::pp; ++s) peak_planned = std::max(peak_planned, Plan::memory::stage(s, dpn).total());
+  for (std::size_t s = 0; s < Plan::pp; ++s) peak_planned = std::max(peak_planned, Plan::memory::stage(s, dpn).allocated_bytes());
   std::int64_t peak = static_cast<std::int64_t>(resident);
   world.all_reduce(std::span<std::int64_t>(&peak, 1), reduce_op::max);
   const double peak_ratio = static_cast<double>(peak) / static_cast<double>(peak_planned);
@@ -80,9 +88,9 @@ void run(mpi_communicator& world, const char* name) {
   for (int r = 0; r < world.size(); ++r) {
     if (r == world.rank())
       std::printf("%s rank %d (stage %zu, dp %zu of %zu): arena %zu + shards %zu = %zu B; planned %zu B (states %zu, "
-                  "working %zu, activations %zu); ratio %.3f\n",
-                  name, r, stage, step.coords().dp, dpn, arena, shards, resident, planned.total(),
-                  planned.model_state_bytes(), planned.working_bytes, planned.activations_total(), ratio);
+                  "working %zu, activations %zu, comm %zu); ratio to allocated %.3f\n",
+                  name, r, stage, step.coords().dp(), dpn, arena, shards, resident, planned.total(),
+                  planned.model_state_bytes(), planned.working_bytes, planned.activations_total(), planned.comm_bytes, ratio);
     std::fflush(stdout);
     world.barrier();
   }

@@ -33,20 +33,20 @@ constexpr std::size_t experts_per_layer = 4 * (24 * 16 + 16 * 12);
 
 TEST_CASE("expert_parallel: ranks are laid out tp fastest, then ep, then dp, then pp", "[parallel][strategy][ep]") {
   using s = strategy<mesh<axis<"dp">, axis<"ep", 2>>, expert_parallel<"ep">, data_parallel<"dp">>;
-  STATIC_REQUIRE(s::valid && s::has_expert_parallel && s::ep == 2 && s::tp == 1 && s::pp == 1);
-  STATIC_REQUIRE(s::ep_axis == "ep" && s::dp_axis == "dp" && s::dp == dynamic && s::world_size == dynamic);
+  STATIC_REQUIRE(s::valid && s::has_part<"expert_parallel"> && ep_degree<s> == 2 && s::tp == 1 && s::pp == 1);
+  STATIC_REQUIRE(s::axis_of<"expert_parallel"> == "ep" && s::dp_axis == "dp" && s::dp == dynamic && s::world_size == dynamic);
   STATIC_REQUIRE(s::dp_size(6) == 3 && s::dp_size(5) == 0);
   constexpr std::size_t dp = 3;
   // rank = dp index · ep + ep index: ranks 0,1 form the expert group of replica 0
-  CHECK(s::coords(0, dp) == rank_coords{0, 0, 0, 0});
-  CHECK(s::coords(1, dp) == rank_coords{0, 0, 0, 1});
-  CHECK(s::coords(2, dp) == rank_coords{0, 1, 0, 0});
-  CHECK(s::coords(5, dp) == rank_coords{0, 2, 0, 1});
+  CHECK(s::coords(0, dp) == rank_coords(0, 0, 0).set("expert_parallel", 0));
+  CHECK(s::coords(1, dp) == rank_coords(0, 0, 0).set("expert_parallel", 1));
+  CHECK(s::coords(2, dp) == rank_coords(0, 1, 0).set("expert_parallel", 0));
+  CHECK(s::coords(5, dp) == rank_coords(0, 2, 0).set("expert_parallel", 1));
   std::set<std::tuple<std::size_t, std::size_t>> seen;
   for (std::size_t r = 0; r < 6; ++r) {
     const rank_coords c = s::coords(r, dp);
     CHECK(s::rank_of(c, dp) == r);
-    seen.insert({c.dp, c.ep});
+    seen.insert({c.dp(), expert_index(c)});
   }
   CHECK(seen.size() == 6);
   // a mesh axis with expert_parallel alone: dp is 1
@@ -54,7 +54,7 @@ TEST_CASE("expert_parallel: ranks are laid out tp fastest, then ep, then dp, the
   STATIC_REQUIRE(alone::valid && alone::dp == 1 && alone::world_size == 4 && alone::dp_size(4) == 1);
   // without expert_parallel, the ep coordinate is 0 and the tp/dp/pp order is the old one
   using tpdp = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>;
-  STATIC_REQUIRE(tpdp::ep == 1 && tpdp::coords(3, 2) == rank_coords{0, 1, 1, 0});
+  STATIC_REQUIRE(ep_degree<tpdp> == 1 && tpdp::coords(3, 2) == rank_coords{0, 1, 1});
 }
 
 TEST_CASE("expert_parallel: the plan holds E/ep experts per moe_mlp on each rank", "[parallel][plan][ep]") {
@@ -123,16 +123,16 @@ TEST_CASE("expert_parallel: composes with ZeRO, pipelines and tensor parallelism
           "[parallel][tp][ep]") {
   // every ZeRO stage and tensor parallelism (with or without sequence parallelism) beside ep
   using z3 = strategy<mesh<axis<"dp">, axis<"ep", 2>>, expert_parallel<"ep">, data_parallel<"dp", zero<3>>>;
-  STATIC_REQUIRE(z3::valid && z3::zero_stage == 3 && z3::ep == 2);
+  STATIC_REQUIRE(z3::valid && z3::zero_stage == 3 && ep_degree<z3> == 2);
   using ept = strategy<mesh<axis<"dp">, axis<"ep", 2>, axis<"tp", 2>>, expert_parallel<"ep">, tensor_parallel<"tp">,
                        data_parallel<"dp", zero<1>>>;
-  STATIC_REQUIRE(ept::valid && ept::tp == 2 && ept::ep == 2 && ept::dp_size(8) == 2 && ept::dp_size(6) == 0);
+  STATIC_REQUIRE(ept::valid && ept::tp == 2 && ep_degree<ept> == 2 && ept::dp_size(8) == 2 && ept::dp_size(6) == 0);
   // and pipelines: rank = ((pp index · dp + dp index) · ep + ep index) · tp + tp index
   using epp = strategy<mesh<axis<"ep", 2>, axis<"pp", 2>>, expert_parallel<"ep">, pipeline<"pp", microbatches<2>>>;
-  STATIC_REQUIRE(epp::valid && epp::world_size == 4 && epp::coords(3, 1) == rank_coords{1, 0, 0, 1});
-  CHECK(ept::coords(1, 2) == rank_coords{0, 0, 1, 0});
-  CHECK(ept::coords(2, 2) == rank_coords{0, 0, 0, 1});
-  CHECK(ept::coords(7, 2) == rank_coords{0, 1, 1, 1});
+  STATIC_REQUIRE(epp::valid && epp::world_size == 4 && epp::coords(3, 1) == rank_coords(1, 0, 0).set("expert_parallel", 1));
+  CHECK(ept::coords(1, 2) == rank_coords(0, 0, 1).set("expert_parallel", 0));
+  CHECK(ept::coords(2, 2) == rank_coords(0, 0, 0).set("expert_parallel", 1));
+  CHECK(ept::coords(7, 2) == rank_coords(0, 1, 1).set("expert_parallel", 1));
   // tp_shard keeps a mixture of experts whole, its parameters listed as replicated
   STATIC_REQUIRE(std::is_same_v<tp_shard_t<moe_t, 2, false>, detail::tp_replicated_layer<moe_t>>);
   STATIC_REQUIRE(std::is_same_v<tp_shard_t<ep_moe_mlp<moe_t, 2>, 2, true>, detail::sp_replicated_layer<ep_moe_mlp<moe_t, 2>, 2>>);
@@ -162,4 +162,31 @@ TEST_CASE("expert_parallel: composes with ZeRO, pipelines and tensor parallelism
   CHECK(moe_params == cfg::depth * ep_moe_mlp<moe_t, 2>::param_count);
   // the memory model prices it (the MoE counted whole on every tp rank)
   STATIC_REQUIRE(PT::strategy_fits && PT::memory_per_rank > 0);
+}
+
+TEST_CASE("expert_parallel: an expert's parameter is one whose shape leads with an \"expert\" axis, not a name",
+          "[parallel][ep]") {
+  // every parameter of the model: the experts' tensors are dealt out, the router and the shared
+  // expert (whose names also sit under the MoE) are not
+  std::size_t experts = 0, others_under_moe = 0;
+  for (const auto& p : P::parameters()) {
+    const bool under_moe = p.name.find(".mlp.") != std::string::npos;
+    if (is_expert_parameter(p)) {
+      ++experts;
+      CHECK(p.name.find(".experts.") != std::string::npos);
+      CHECK(p.axes.front() == "expert");
+      CHECK(p.shape.front() == 2);  // E/ep = 4/2 experts on this rank
+    } else if (under_moe) {
+      ++others_under_moe;
+    }
+  }
+  CHECK(experts == cfg::depth * 2);           // gate_up and down per layer
+  CHECK(others_under_moe >= cfg::depth * 2);  // the router and the shared expert's tensors
+  // a user's parameter called "experts…" without an expert axis is not an expert's
+  param_info named_like_one;
+  named_like_one.name = "h.0.mlp.experts.scale";
+  named_like_one.axes = {"out"};
+  CHECK_FALSE(is_expert_parameter(named_like_one));
+  named_like_one.axes = {"expert", "out"};
+  CHECK(is_expert_parameter(named_like_one));
 }

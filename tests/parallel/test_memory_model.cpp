@@ -345,6 +345,31 @@ TEST_CASE("the working buffers of weft's ZeRO: whole gradients (2, 3) and gather
   using z3 = plan<tiny_gpt, batch<micro<2>, seq<8>>, strategy<mesh<axis<"dp", 4>>, data_parallel<"dp", zero<3>>>>;
   constexpr stage_memory m = z3::memory::stages[0];
   STATIC_REQUIRE(m.working_bytes == 2 * 4 * z3::param_count);
-  STATIC_REQUIRE(m.total() == m.model_state_bytes() + m.working_bytes + m.activations_total());
+  STATIC_REQUIRE(m.allocated_bytes() == m.model_state_bytes() + m.working_bytes + m.activations_total());
+  STATIC_REQUIRE(m.total() == m.allocated_bytes() + m.comm_bytes);
   STATIC_REQUIRE(z3::memory_per_rank == m.total());
+}
+
+TEST_CASE("the collectives' temporaries: in-flight buckets, reduce-scatter pieces", "[parallel][memory][zero]") {
+  constexpr std::size_t mib = std::size_t{1} << 20, f = 4;  // f32 gradients
+  // no data parallelism: no collective over the gradients
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 0, 1, 25 * mib) == 0);
+  // ZeRO-0/1: a temporary per bucket in flight, at most gradient_buckets_in_flight of them ...
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 0, 2, 25 * mib) == gradient_buckets_in_flight * 25 * mib);
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 1, 8, 4 * mib) == gradient_buckets_in_flight * 4 * mib);
+  // ... and never more than the whole gradient (a model smaller than the buckets in flight)
+  STATIC_REQUIRE(comm_buffer_bytes(1000, f, 0, 2, 25 * mib) == 1000 * f);
+  // ZeRO-2/3: one piece of bucket_bytes; Open MPI's reduce-scatter keeps the piece and up to three
+  // blocks of piece/dp, at most another piece
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 2, 2, 24 * mib) == 2 * 24 * mib);
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 3, 4, 24 * mib) == 24 * mib + 3 * 6 * mib);
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 2, 8, 24 * mib) == 24 * mib + 3 * 3 * mib);
+  STATIC_REQUIRE(comm_buffer_bytes(1000, f, 3, 2, 25 * mib) == 2 * 1000 * f);
+  // in the plan: counted in total() and memory_per_rank, at the mesh's dp, with the strategy's buckets
+  using dp2 = plan<tiny_gpt, batch<micro<2>, seq<8>>,
+                   strategy<mesh<axis<"dp", 2>>, data_parallel<"dp", zero<1>, bucket_bytes<4096>>>>;
+  constexpr stage_memory m = dp2::memory::stages[0];
+  STATIC_REQUIRE(m.comm_bytes == gradient_buckets_in_flight * 4096);
+  STATIC_REQUIRE(dp2::memory_per_rank == m.allocated_bytes() + m.comm_bytes);
+  STATIC_REQUIRE(dp2::memory::stage(0, 1).comm_bytes == 0);
 }

@@ -98,7 +98,7 @@ TEST_CASE("ranks are laid out tensor-parallel index fastest (Megatron-LM)", "[pa
   for (std::size_t r = 0; r < 12; ++r) {
     const rank_coords c = s::coords(r, dp);
     CHECK(s::rank_of(c, dp) == r);
-    seen.insert({c.pp, c.dp, c.tp});
+    seen.insert({c.pp(), c.dp(), c.tp()});
   }
   CHECK(seen.size() == 12);
 }

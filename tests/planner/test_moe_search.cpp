@@ -164,8 +164,8 @@ static_assert(moe_plan::memory_per_rank == moe_pick::best.cost.memory.total());
 TEST_CASE("auto_strategy's expert-parallel choice compiles as a plan with the searched memory", "[planner][auto_strategy][moe]") {
   STATIC_REQUIRE(moe_pick::found);
   STATIC_REQUIRE(moe_plan::strategy_fits);
-  STATIC_REQUIRE(moe_plan::strategy_type::has_expert_parallel);
-  STATIC_REQUIRE(moe_plan::strategy_type::ep * moe_plan::strategy_type::dp * moe_plan::strategy_type::tp *
+  STATIC_REQUIRE(moe_plan::strategy_type::has_part<"expert_parallel">);
+  STATIC_REQUIRE(ep_degree<moe_plan::strategy_type> * moe_plan::strategy_type::dp * moe_plan::strategy_type::tp *
                      moe_plan::strategy_type::pp ==
                  8);
   STATIC_REQUIRE(big_moe::moe_type::experts % moe_plan::ep == 0);

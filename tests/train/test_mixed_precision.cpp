@@ -8,40 +8,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "precision_fixture.hpp"  // small_gpt, f32_plan, token_stream, options
+
 #include <cmath>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 using namespace weft;
+using namespace weft_test;  // precision_fixture.hpp
 
-namespace {
-
-using small_gpt = gpt<gpt_config<vocab<64>, context<32>, width<64>, heads<4>, depth<2>>>;
-using f32_plan = plan<small_gpt, batch<micro<4>, seq<32>>>;
 using bf16_plan = plan<small_gpt, batch<micro<4>, seq<32>>, precision<bf16, f32>>;
-
-// A learnable but not trivial task: targets are a fixed function of the token, tokens are
-// pseudo-random; the same stream for both runs.
-struct token_stream {
-  std::uint64_t r = 1;
-  void operator()(auto tokens, auto targets) {
-    for (std::size_t i = 0; i < tokens.size(); ++i) {
-      r = r * 6364136223846793005ull + 1442695040888963407ull;
-      const auto t = static_cast<std::int32_t>((r >> 33) % 16);
-      tokens[i] = t;
-      targets[i] = (t * 3 + 1) % 64;
-    }
-  }
-};
-
-train_options options() {
-  train_options o;
-  o.optimizer.lr = 3e-3f;
-  return o;
-}
-
-}  // namespace
 
 TEST_CASE("a precision<bf16, f32> plan lays out bf16 working state and f32 optimizer state", "[train][bf16]") {
   using P = bf16_plan;

@@ -82,6 +82,8 @@ struct shape {
 
   /// Sizes in order; `dynamic` where unknown.
   static constexpr std::array<std::size_t, rank> extents{Axes::size...};
+  /// Axis names in order.
+  static constexpr std::array<std::string_view, rank> names{Axes::name.view()...};
 
   /// True when every size is known at compile time.
   static constexpr bool is_static = (Axes::is_static && ... && true);

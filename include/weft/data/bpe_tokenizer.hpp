@@ -11,7 +11,7 @@
 // Vocabulary strings are written in GPT-2's byte-to-unicode alphabet (byte 0x20 ' ' is 'Ġ'
 // U+0120, ...): `byte_to_unicode` gives the map. An entry that is not in that alphabet (an
 // added special token) decodes to its own UTF-8 text. Loading throws `data_error`, one line.
-#include "weft/data/detail/vocab_json.hpp"  // vocab_json_reader
+#include "weft/data/detail/vocab_json.hpp"  // vocab_json_reader (nlohmann-json)
 #include "weft/data/gpt2_pretokenizer.hpp"  // gpt2_pretokenizer
 #include "weft/data/data_error.hpp"        // data_error
 #include "weft/data/splitmix64.hpp"        // splitmix64::mix64 (hash of a token pair)

@@ -11,13 +11,13 @@
 // no load time and the page cache is shared by all ranks on a node. All checks happen in
 // `open`; reading afterwards never throws. The default dtype is u16, as before uint32 support:
 // a uint32 file opened that way is refused with a message saying how to open it.
-#include "weft/data/data_error.hpp"    // data_error
-#include "weft/data/token_source.hpp"  // token_source
-#include "weft/data/token_view.hpp"    // token_view
+#include "weft/data/data_error.hpp"          // data_error
+#include "weft/data/detail/mapped_file.hpp"  // mapped_file (POSIX mmap)
+#include "weft/data/token_source.hpp"        // token_source
+#include "weft/data/token_view.hpp"          // token_view
 
 #include <bit>
 #include <cassert>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -26,11 +26,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace weft {
 
@@ -98,7 +93,7 @@ class token_file {
     swap(tmp);
     return *this;
   }
-  ~token_file() { unmap(); }
+  ~token_file() = default;
 
   /// Maps `path` and checks it against `format` and `dtype`. Throws `data_error` (one line
   /// naming the file) for: a missing/unreadable file, an empty file, a raw file whose size is
@@ -111,8 +106,8 @@ class token_file {
     f.path_ = path;
     f.map();  // throws on missing / not regular / empty
 
-    const auto* bytes = static_cast<const unsigned char*>(f.map_);
-    const bool has_magic_word = f.map_size_ >= sizeof(std::int32_t);
+    const auto* bytes = static_cast<const unsigned char*>(f.file_.data());
+    const bool has_magic_word = f.file_.size() >= sizeof(std::int32_t);
     const std::int32_t first = has_magic_word ? read_i32(bytes) : 0;
     if (format == token_format::detect) {
       format = token_format::nanogpt;
@@ -127,14 +122,14 @@ class token_file {
         f.fail("the name says uint32 tokens ('" + std::string(nanogpt_u32_suffix) +
                "') but uint16 was asked for; open it with token_dtype::u32 or token_dtype::detect");
       const std::size_t width = dtype == token_dtype::u32 ? 4 : 2;
-      if (f.map_size_ % width != 0) {
+      if (f.file_.size() % width != 0) {
         if (width == 2)
-          f.fail("odd size " + std::to_string(f.map_size_) +
+          f.fail("odd size " + std::to_string(f.file_.size()) +
                  " bytes for a raw uint16 token file (nanogpt format needs a multiple of 2)");
-        f.fail("size " + std::to_string(f.map_size_) +
+        f.fail("size " + std::to_string(f.file_.size()) +
                " bytes is not a multiple of 4 for a raw uint32 token file (nanogpt format)");
       }
-      f.set_tokens(bytes, f.map_size_ / width, width == 4);
+      f.set_tokens(bytes, f.file_.size() / width, width == 4);
       return f;
     }
 
@@ -148,8 +143,8 @@ class token_file {
                " is llm.c's uint32 shard: open it with token_dtype::u32 or token_dtype::detect)";
       f.fail("bad magic " + got + " (expected llm.c magic " + std::to_string(llmc_header::magic) + hint);
     }
-    if (f.map_size_ < llmc_header::bytes)
-      f.fail("truncated: " + std::to_string(f.map_size_) + " bytes, smaller than the " +
+    if (f.file_.size() < llmc_header::bytes)
+      f.fail("truncated: " + std::to_string(f.file_.size()) + " bytes, smaller than the " +
              std::to_string(llmc_header::bytes) + "-byte llm.c header");
     const std::int32_t version = read_i32(bytes + 1 * sizeof(std::int32_t));
     if (!u32_magic && version != llmc_header::version)
@@ -167,12 +162,12 @@ class token_file {
     if (ntok <= 0)
       f.fail("llm.c header says " + std::to_string(ntok) + " tokens (expected at least 1)");
     const std::size_t expected = llmc_header::bytes + static_cast<std::size_t>(ntok) * width;
-    if (f.map_size_ < expected)
+    if (f.file_.size() < expected)
       f.fail("truncated: header says " + std::to_string(ntok) + " tokens (" + std::to_string(expected) +
-             " bytes with header) but the file has " + std::to_string(f.map_size_) + " bytes");
-    if (f.map_size_ > expected)
+             " bytes with header) but the file has " + std::to_string(f.file_.size()) + " bytes");
+    if (f.file_.size() > expected)
       f.fail("size mismatch: header says " + std::to_string(ntok) + " tokens (" + std::to_string(expected) +
-             " bytes with header) but the file has " + std::to_string(f.map_size_) + " bytes");
+             " bytes with header) but the file has " + std::to_string(f.file_.size()) + " bytes");
     f.set_tokens(bytes + llmc_header::bytes, static_cast<std::size_t>(ntok), width == 4);
     return f;
   }
@@ -209,12 +204,11 @@ class token_file {
   /// The token width found (never `detect` once opened).
   token_dtype dtype() const noexcept { return wide_ ? token_dtype::u32 : token_dtype::u16; }
   /// Size of the whole file in bytes, header included.
-  std::size_t file_bytes() const noexcept { return map_size_; }
+  std::size_t file_bytes() const noexcept { return file_.size(); }
 
   void swap(token_file& o) noexcept {
     std::swap(path_, o.path_);
-    std::swap(map_, o.map_);
-    std::swap(map_size_, o.map_size_);
+    file_.swap(o.file_);
     std::swap(data_, o.data_);
     std::swap(size_, o.size_);
     std::swap(wide_, o.wide_);
@@ -237,42 +231,22 @@ class token_file {
   [[noreturn]] void fail(const std::string& problem) const {
     throw data_error("weft::token_file: '" + path_.string() + "': " + problem + ".");
   }
-  // Maps the whole file read-only; the descriptor is closed right after mmap.
+  // Maps the whole file read-only (detail::mapped_file); the messages name the failed step.
   void map() {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail(std::string("cannot open file (") + std::strerror(errno) + ")");
-    struct ::stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      fail(std::string("cannot stat file (") + std::strerror(err) + ")");
+    const auto failure = file_.map(path_);
+    if (!failure) return;
+    const std::string why = std::strerror(failure->err);
+    switch (failure->step) {
+      case detail::map_step::open: fail("cannot open file (" + why + ")");
+      case detail::map_step::stat: fail("cannot stat file (" + why + ")");
+      case detail::map_step::not_regular: fail("not a regular file");
+      case detail::map_step::too_small: fail("file is empty");
+      case detail::map_step::mmap: fail("cannot mmap file (" + why + ")");
     }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail("not a regular file");
-    }
-    if (st.st_size == 0) {
-      ::close(fd);
-      fail("file is empty");
-    }
-    const auto n = static_cast<std::size_t>(st.st_size);
-    void* p = ::mmap(nullptr, n, PROT_READ, MAP_SHARED, fd, 0);
-    const int err = errno;
-    ::close(fd);
-    if (p == MAP_FAILED) fail(std::string("cannot mmap file (") + std::strerror(err) + ")");
-    map_ = p;
-    map_size_ = n;
-  }
-
-  void unmap() noexcept {
-    if (map_) ::munmap(map_, map_size_);
-    map_ = nullptr;
-    map_size_ = 0;
   }
 
   std::filesystem::path path_;
-  void* map_ = nullptr;
-  std::size_t map_size_ = 0;
+  detail::mapped_file file_;
   const void* data_ = nullptr;  // (tokens) inside the mapping, after any header: uint16 or uint32
   std::size_t size_ = 0;
   bool wide_ = false;            // uint32 tokens

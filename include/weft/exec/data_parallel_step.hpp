@@ -4,7 +4,8 @@
 // global batch; gradients are averaged across the group. ZeRO (Rajbhandari et al. 2020):
 //   zero<0>  gradients all-reduced in buckets of `bucket_bytes`, each started (non-blocking)
 //            during the last micro-batch's backward as soon as its gradients are final, at
-//            most buckets_in_flight (2) at once (the MPI library holds a temporary per bucket);
+//            most buckets_in_flight (2) at once (the MPI library holds a temporary per bucket;
+//            the plan counts them: memory_model's comm_buffer_bytes);
 //            every rank updates every parameter (optimizer state replicated)
 //   zero<1>  same reduction; each rank keeps the AdamW moments of its shard only, updates its
 //            shard, and the shards are all-gathered into the parameters (sent from the
@@ -53,6 +54,7 @@
 #include "weft/ops/fill.hpp"             // zero
 #include "weft/ops/scale.hpp"            // scale (unscaling f16 gradients)
 #include "weft/ops/sum_squares.hpp"      // sum_squares_continue
+#include "weft/parallel/memory_model.hpp"  // gradient_buckets_in_flight
 #include "weft/train/loss_scaler.hpp"    // loss_scaler
 #include "weft/exec/training_step.hpp"  // training_step, train_options, step_metrics
 
@@ -445,7 +447,8 @@ class data_parallel_step {
   std::vector<typename local_step::group> shard_groups_;
   std::vector<range> buckets_;
   std::vector<typename Comm::request> requests_;
-  static constexpr std::size_t buckets_in_flight = 2;
+  // The plan counts an MPI temporary per in-flight bucket (memory_model's comm_buffer_bytes).
+  static constexpr std::size_t buckets_in_flight = gradient_buckets_in_flight;
   std::size_t piece_ = 1;          // elements of one reduce-scatter piece (ZeRO-2/3)
   std::vector<int> piece_counts_;  // each rank's share of the current piece
   std::size_t next_bucket_ = 0, overlapped_ = 0;

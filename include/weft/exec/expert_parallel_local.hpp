@@ -39,6 +39,7 @@
 #include "weft/ops/fill.hpp"                   // zero
 #include "weft/ops/sum_squares.hpp"            // sum_squares_continue
 #include "weft/data/splitmix64.hpp"           // splitmix64
+#include "weft/exec/local_step_wrapper.hpp"   // local_step_wrapper
 #include "weft/exec/training_step.hpp"        // detail::param_seed, detail::normal01
 
 #include <algorithm>
@@ -55,23 +56,14 @@ namespace weft {
 /// `Local` (a micro-batch local step of an expert-parallel plan) on one rank of the expert group
 /// `Comm` (see the top of the file).
 template <class Local, all_to_all_communicator Comm>
-class expert_parallel_local {
-  // A pipeline runs its own micro-batches (forward_backward(fill, replicas)).
-  static constexpr bool own_schedule = requires { Local::microbatches; };
+class expert_parallel_local : public local_step_wrapper<Local> {
+  using base = local_step_wrapper<Local>;
+  using base::local_;
+  using base::own_schedule;
 
  public:
-  using local_type = Local;
-  using plan_type = typename Local::plan_type;
-  using context_type = std::remove_cvref_t<decltype(std::declval<const Local&>().context())>;
-  using group = typename Local::group;
-  static constexpr std::size_t B = Local::B, S = Local::S, rows = Local::rows;
-  /// A pipeline's micro-batches per step (1 for the steps that take them one at a time).
-  static constexpr std::size_t microbatches = [] {
-    if constexpr (own_schedule) return std::size_t{Local::microbatches};
-    else return std::size_t{1};
-  }();
-  /// False under ZeRO >= 1, as the wrapped step's (data_parallel_step holds the optimizer state).
-  static constexpr bool optimizer_state_in_arena = Local::optimizer_state_in_arena;
+  using base::microbatches;
+  using base::rows;
 
   /// A run of the parameter block.
   struct run {
@@ -82,11 +74,11 @@ class expert_parallel_local {
   /// (and, for tensor parallelism, on its tp group) and is re-initialised here with this rank's
   /// slice of the experts.
   expert_parallel_local(Comm& ep, Local&& local)
-      : ep_(&ep), group_(ep), local_(std::move(local)),
+      : base(std::move(local)), ep_(&ep), group_(ep),
         ep_size_(static_cast<std::size_t>(ep.size())), ep_rank_(static_cast<std::size_t>(ep.rank())) {
     const auto& infos = local_.parameter_infos();
     for (const auto& p : infos)
-      if (!is_expert_parameter(p.name)) dense_.push_back({p.offset, p.size});
+      if (!is_expert_parameter(p)) dense_.push_back({p.offset, p.size});
     std::sort(dense_.begin(), dense_.end(), [](const run& a, const run& b) { return a.offset > b.offset; });  // last first
     initialise_experts(infos);
     // The runs the norm skips: the wrapped step's (tp replicas on tp ranks != 0), and the dense
@@ -108,52 +100,10 @@ class expert_parallel_local {
 
   expert_parallel_local(expert_parallel_local&&) noexcept = default;
 
-  /// The wrapped step.
-  Local& local() { return local_; }
-  const Local& local() const { return local_; }
   std::size_t expert_rank() const { return ep_rank_; }
   std::size_t expert_size() const { return ep_size_; }
-  /// The wrapped step's tensor-parallel rank, and its AdamW moments (ZeRO-0: in its arena), for
-  /// the checkpoint engine (io/distributed_checkpoint.hpp).
-  std::size_t tp_rank() const
-    requires requires(const Local& l) { l.tp_rank(); }
-  {
-    return local_.tp_rank();
-  }
-  auto adam_m() const
-    requires requires(const Local& l) { l.adam_m(); }
-  {
-    return local_.adam_m();
-  }
-  auto adam_v() const
-    requires requires(const Local& l) { l.adam_v(); }
-  {
-    return local_.adam_v();
-  }
 
-  // ---- the members data_parallel_step uses, forwarded ----
-  auto params() const { return local_.params(); }
-  auto grads() const { return local_.grads(); }
-  auto tokens() const { return local_.tokens(); }
-  auto targets() const { return local_.targets(); }
-  void upload_batch() const
-    requires requires(const Local& l) { l.upload_batch(); }
-  {
-    local_.upload_batch();
-  }
-  const std::vector<param_info>& parameter_infos() const { return local_.parameter_infos(); }
-  const auto& parameter_groups() const { return local_.parameter_groups(); }
-  const auto& options() const { return local_.options(); }
-  auto& options() { return local_.options(); }
-  const context_type& context() const { return local_.context(); }
-  std::size_t step_count() const { return local_.step_count(); }
-  void set_step_count(std::size_t s) { local_.set_step_count(s); }
-  std::size_t resident_bytes() const { return local_.resident_bytes(); }
-  double apply_optimizer()
-    requires optimizer_state_in_arena
-  {
-    return local_.apply_optimizer();
-  }
+  // Every other member of the local-step interface is local_step_wrapper's, forwarded.
   /// Called as gradients become final, after their sum over the expert group.
   void set_grad_ready(grad_ready_hook hook) { grad_ready_ = hook; }
 
@@ -276,7 +226,7 @@ class expert_parallel_local {
     using T = typename decltype(local_.params())::value_type;
     auto params = local_.params();
     for (const auto& p : infos) {
-      if (!is_expert_parameter(p.name) || !p.random_init) continue;
+      if (!is_expert_parameter(p) || !p.random_init) continue;
       splitmix64 g{detail::param_seed(local_.options().seed, p.name)};
       for (std::size_t i = 0; i < ep_rank_ * p.size; ++i) (void)detail::normal01(g);
       for (std::size_t i = 0; i < p.size; ++i) {
@@ -295,7 +245,6 @@ class expert_parallel_local {
 
   Comm* ep_;  // the expert group (outlives this step: distributed_step owns it)
   expert_group_adapter<Comm> group_;
-  Local local_;
   std::size_t ep_size_, ep_rank_;
   std::vector<run> dense_;    // each non-expert parameter, last first
   std::vector<run> skipped_;  // runs the norm skips, sorted

@@ -17,7 +17,7 @@
 //     (strategy<mesh<axis<"dp">, axis<"ep", 2>>, expert_parallel<"ep">, data_parallel<"dp">>), with
 //     (world, options); a world that does not fit the mesh ends every rank with one line, status 2.
 //     make_training_step<Plan>(world) returns distributed_step for such a plan instead (its local
-//     step wrapped in expert_parallel_local, train/expert_parallel_local.hpp), which also runs ZeRO,
+//     step wrapped in expert_parallel_local, exec/expert_parallel_local.hpp), which also runs ZeRO,
 //     tensor parallelism and pipelines beside the experts;
 //   * by hand, from a plan of a model already built with ep_moe_mlp<Moe, ep>, with (world, ep, options).
 // Ranks: rank w is expert rank w % ep of data replica w / ep (strategy.hpp's order with tp = pp = 1);
@@ -30,7 +30,7 @@
 #include "weft/ops/clip.hpp"                   // clip
 #include "weft/ops/fill.hpp"                   // zero
 #include "weft/ops/sum_squares.hpp"            // sum_squares
-#include "weft/parallel/strategy.hpp"          // rank_coords
+#include "weft/parallel/expert_parallel.hpp"   // ep_degree, rank_coords
 #include "weft/data/batch_source.hpp"         // batch_source, fill_from
 #include "weft/exec/training_step.hpp"        // training_step, train_options, step_metrics
 
@@ -63,7 +63,7 @@ class expert_parallel_step {
         step_(options) {
     // runs of expert and non-expert parameters, merged where adjacent
     for (const auto& p : step_.parameter_infos()) {
-      const bool e = is_expert_parameter(p.name);
+      const bool e = is_expert_parameter(p);
       if (!runs_.empty() && runs_.back().expert == e && runs_.back().offset + runs_.back().size == p.offset)
         runs_.back().size += p.size;
       else
@@ -72,7 +72,7 @@ class expert_parallel_step {
     // this rank's slice of the whole model's experts: skip the earlier ranks' share of the stream
     const std::size_t r = static_cast<std::size_t>(world.rank()) % ep;
     for (const auto& p : step_.parameter_infos()) {
-      if (!is_expert_parameter(p.name) || !p.random_init) continue;
+      if (!is_expert_parameter(p) || !p.random_init) continue;
       splitmix64 g{detail::param_seed(options.seed, p.name)};
       for (std::size_t i = 0; i < r * p.size; ++i) (void)detail::normal01(g);
       T* dst = step_.params().data() + p.offset;
@@ -82,7 +82,7 @@ class expert_parallel_step {
 
   /// From the plan's strategy (expert_parallel<"ep"> with data parallelism): ep is the mesh's.
   explicit expert_parallel_step(Comm& world, train_options options = {})
-    requires(Plan::has_strategy && Plan::strategy_type::has_expert_parallel)
+    requires(Plan::has_strategy && Plan::strategy_type::template has_part<"expert_parallel">)
       : expert_parallel_step(world, checked_ep(world), options) {}
 
   expert_parallel_step(const expert_parallel_step&) = delete;  // its group refers to its own communicator
@@ -97,7 +97,7 @@ class expert_parallel_step {
   /// This rank's place in the mesh: {pp 0, dp replica, tp 0, expert rank}.
   rank_coords coords() const {
     const std::size_t w = static_cast<std::size_t>(world_.rank());
-    return {0, w / ep_, 0, w % ep_};
+    return rank_coords(0, w / ep_, 0).set("expert_parallel", w % ep_);
   }
   /// Data-parallel replicas (the mesh's dp axis): the world over ep.
   std::size_t dp_size() const { return static_cast<std::size_t>(world_.size()) / ep_; }
@@ -183,10 +183,10 @@ class expert_parallel_step {
     const std::size_t n = S::dp_size(static_cast<std::size_t>(world.size()));
     collective_check(world, n != 0,
                      "weft::expert_parallel_step: the world has " + std::to_string(world.size()) +
-                         " ranks, which the mesh cannot use (ep " + std::to_string(S::ep) +
-                         " x dp). Launch a multiple of " + std::to_string(S::ep) + " ranks (mpirun -np N).",
+                         " ranks, which the mesh cannot use (ep " + std::to_string(ep_degree<S>) +
+                         " x dp). Launch a multiple of " + std::to_string(ep_degree<S>) + " ranks (mpirun -np N).",
                      2);
-    return S::ep;
+    return ep_degree<S>;
   }
   static Comm split_ep(Comm& world, std::size_t ep) {
     if (ep == 0 || static_cast<std::size_t>(world.size()) % ep != 0)

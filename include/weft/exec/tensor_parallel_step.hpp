@@ -20,7 +20,7 @@
 #include "weft/ops/fill.hpp"                     // zero
 #include "weft/ops/mean_loss.hpp"                // mean_loss
 #include "weft/ops/sum_squares.hpp"              // sum_squares_continue
-#include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards
+#include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards, for_each_shard_index
 #include "weft/exec/training_step.hpp"          // train_options, step_metrics, initialise_parameters
 
 #include <algorithm>
@@ -40,7 +40,8 @@
 namespace weft {
 
 /// Fills this rank's shard `local_block` with exactly the values the single-process run gives
-/// the same elements (initialise_parameters per name, from `seed`).
+/// the same elements (initialise_parameters per name, from `seed`). Its one temporary is the
+/// whole parameter being initialised (a startup peak above the arena: the plan does not count it).
 template <class T>
 void initialise_shards(std::span<T> local_block, const std::vector<param_info>& local,
                        const std::vector<param_info>& whole, std::size_t tp, std::size_t rank, std::uint64_t seed) {
@@ -50,8 +51,10 @@ void initialise_shards(std::span<T> local_block, const std::vector<param_info>& 
     one.offset = 0;
     std::vector<T> values(w.size);
     initialise_parameters(std::span<T>(values), std::vector<param_info>{one}, seed);
-    const auto idx = shard_indices(w, p.tp_role == role::replicated ? 1 : tp, rank);  // replicated: whole
-    for (std::size_t i = 0; i < p.size; ++i) local_block[p.offset + i] = values[idx[i]];
+    std::size_t i = 0;  // replicated: the whole parameter
+    for_each_shard_index(w, p.tp_role == role::replicated ? 1 : tp, rank, [&](std::size_t k) {
+      if (i < p.size) local_block[p.offset + i++] = values[k];
+    });
   }
 }
 

@@ -301,7 +301,7 @@ inline std::vector<std::size_t> ckpt_shard_map(const param_info& whole, const pa
                                                std::size_t tp_rank, std::size_t ep = 1, std::size_t ep_rank = 0) {
   if (p.tp_role == role::replicated) tp = 1;
   std::vector<std::size_t> idx;
-  if (ep > 1 && is_expert_parameter(p.name)) {
+  if (ep > 1 && is_expert_parameter(p)) {
     if (whole.shape.empty() || whole.shape.front() % ep != 0 || whole.size % ep != 0)
       throw checkpoint_error("weft::checkpoint: the experts of '" + p.name + "' (leading axis " +
                              std::to_string(whole.shape.empty() ? 0 : whole.shape.front()) +

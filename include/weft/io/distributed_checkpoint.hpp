@@ -44,6 +44,7 @@
 #include "weft/io/checkpoint.hpp"          // checkpoint_state, the checkpoint engine (detail::ckpt_*)
 #include "weft/io/checkpoint_error.hpp"    // checkpoint_error
 #include "weft/exec/distributed_step.hpp"    // distributed_step
+#include "weft/exec/expert_parallel_local.hpp"  // expert_parallel_local (the local step of ep plans)
 #include "weft/parallel/plan.hpp"          // plan, precision (the files' single-process plan)
 #include "weft/io/safetensors.hpp"         // safetensors_writer, safetensors_file
 

@@ -3,12 +3,12 @@
 // parsed by nlohmann-json under the format's stricter rules (io/json.hpp); the file layout is
 // in io/safetensors_format.hpp.
 
-#include "weft/io/checkpoint_error.hpp"     // checkpoint_error
-#include "weft/io/json.hpp"                 // parse_json, json_error, json_kind_name
-#include "weft/io/safetensors_format.hpp"   // dtypes, safetensors_element, messages
+#include "weft/data/detail/mapped_file.hpp"  // mapped_file (POSIX mmap, shared with token_file)
+#include "weft/io/checkpoint_error.hpp"      // checkpoint_error
+#include "weft/io/json.hpp"                  // parse_json, json_error, json_kind_name
+#include "weft/io/safetensors_format.hpp"    // dtypes, safetensors_element, messages
 
 #include <algorithm>
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -21,11 +21,6 @@
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace weft {
 
@@ -83,9 +78,7 @@ class safetensors_file {
   }
   safetensors_file(const safetensors_file&) = delete;
   safetensors_file& operator=(const safetensors_file&) = delete;
-  ~safetensors_file() {
-    if (map_ != nullptr) ::munmap(map_, map_size_);
-  }
+  ~safetensors_file() = default;
 
   /// The path given to open().
   const std::string& path() const { return path_; }
@@ -116,7 +109,7 @@ class safetensors_file {
 
   /// Size of the header N and of the whole file, in bytes.
   std::uint64_t header_length() const { return header_length_; }
-  std::uint64_t file_size() const { return map_size_; }
+  std::uint64_t file_size() const { return file_.size(); }
 
   /// Copies tensor `name` into `dest` (dest.size() must equal its element count),
   /// converting: a floating-point T (double, float, bf16, f16) reads F64, F32, F16 and BF16,
@@ -173,8 +166,7 @@ class safetensors_file {
 
   void swap(safetensors_file& o) noexcept {
     std::swap(path_, o.path_);
-    std::swap(map_, o.map_);
-    std::swap(map_size_, o.map_size_);
+    file_.swap(o.file_);
     std::swap(header_length_, o.header_length_);
     std::swap(names_, o.names_);
     std::swap(infos_, o.infos_);
@@ -208,48 +200,35 @@ class safetensors_file {
   }
 
   void map_file() {
-    namespace d = io::detail;
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) fail("cannot open: " + d::errno_string(errno));
-    struct ::stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int err = errno;
-      ::close(fd);
-      fail("cannot stat: " + d::errno_string(err));
+    const auto failure = file_.map(path_, 8);
+    if (!failure) return;
+    const std::string why = io::detail::errno_string(failure->err);
+    switch (failure->step) {
+      case weft::detail::map_step::open: fail("cannot open: " + why);
+      case weft::detail::map_step::stat: fail("cannot stat: " + why);
+      case weft::detail::map_step::not_regular: fail("not a regular file");
+      case weft::detail::map_step::too_small:
+        fail("file is " + std::to_string(failure->size) +
+             " bytes, shorter than the 8-byte header length that starts a safetensors file (truncated file?)");
+      case weft::detail::map_step::mmap: fail("cannot mmap: " + why);
     }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      fail("not a regular file");
-    }
-    const auto size = static_cast<std::uint64_t>(st.st_size);
-    if (size < 8) {
-      ::close(fd);
-      fail("file is " + std::to_string(size) +
-           " bytes, shorter than the 8-byte header length that starts a safetensors file (truncated file?)");
-    }
-    void* m = ::mmap(nullptr, static_cast<std::size_t>(size), PROT_READ, MAP_PRIVATE, fd, 0);
-    const int err = errno;
-    ::close(fd);  // the mapping keeps the file alive
-    if (m == MAP_FAILED) fail("cannot mmap: " + d::errno_string(err));
-    map_ = m;
-    map_size_ = static_cast<std::size_t>(size);
   }
 
   void parse() {
     namespace d = io::detail;
-    const auto* base = static_cast<const std::byte*>(map_);
+    const auto* base = static_cast<const std::byte*>(file_.data());
     std::uint64_t n = 0;
     for (int i = 0; i < 8; ++i) n |= static_cast<std::uint64_t>(std::to_integer<unsigned char>(base[i])) << (8 * i);
     if (n > d::max_header_bytes)
       fail("header length " + std::to_string(n) + " exceeds the " + std::to_string(d::max_header_bytes) +
            "-byte limit (not a safetensors file?)");
-    if (n > map_size_ - 8)
-      fail("header length " + std::to_string(n) + " runs past the end of the " + std::to_string(map_size_) +
+    if (n > file_.size() - 8)
+      fail("header length " + std::to_string(n) + " runs past the end of the " + std::to_string(file_.size()) +
            "-byte file (truncated file?)");
     header_length_ = n;
     const std::string_view text(reinterpret_cast<const char*>(base + 8), static_cast<std::size_t>(n));
     const std::byte* data = base + 8 + n;
-    const std::uint64_t data_size = map_size_ - 8 - n;
+    const std::uint64_t data_size = file_.size() - 8 - n;
 
     d::json root;
     try {
@@ -370,8 +349,7 @@ class safetensors_file {
   }
 
   std::string path_;
-  void* map_ = nullptr;
-  std::size_t map_size_ = 0;
+  weft::detail::mapped_file file_;
   std::uint64_t header_length_ = 0;
   std::vector<std::string> names_;
   std::vector<safetensors_tensor_info> infos_;

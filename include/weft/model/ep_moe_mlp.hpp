@@ -12,7 +12,7 @@
 // plan<> swaps moe_mlp for this form under a strategy with expert_parallel<"ep">,
 // parallel/expert_parallel.hpp):
 // `experts.*` sum over data parallelism only, everything else over data x expert parallelism
-// (is_expert_parameter tells them apart).
+// (is_expert_parameter tells them apart: a leading "expert" axis).
 #include "weft/core/shape.hpp"                  // shape, axis
 #include "weft/model/expert_group.hpp"          // expert_group, bound_expert_group
 #include "weft/model/layer.hpp"                 // leaf_layer, npos_param, param_info
@@ -28,8 +28,14 @@
 
 namespace weft {
 
-/// Whether a parameter (by its dotted name) is an expert's, held by one expert-parallel rank.
-inline bool is_expert_parameter(std::string_view name) { return name.find(".experts.") != std::string_view::npos || name.starts_with("experts."); }
+/// The axis expert parallelism deals out: a parameter whose leading axis has this name holds one
+/// slice per expert, and each expert-parallel rank holds a block of them (moe_mlp's experts are
+/// shape<axis<"expert", E>, …>). Typed, not guessed from the parameter's name: a user layer's
+/// experts are dealt out when their shape says so, and a parameter merely called "experts" is not.
+inline constexpr std::string_view expert_axis_name = "expert";
+/// Whether a parameter is an expert's (its leading axis is expert_axis_name), held by one
+/// expert-parallel rank.
+inline bool is_expert_parameter(const param_info& p) { return !p.axes.empty() && p.axes.front() == expert_axis_name; }
 
 /// moe_mlp `Moe` on one rank of an expert-parallel group of EP ranks, as a layer.
 template <class Moe, std::size_t EP>
@@ -51,7 +57,7 @@ struct ep_moe_mlp {
   using w1_param = std::conditional_t<
       Moe::swiglu, param<"experts.gate_up_proj", shape<axis<"expert", El>, axis<"out", H1>, axis<"in", C>>, role::replicated, init::normal<20>>,
       param<"experts.up_proj", shape<axis<"expert", El>, axis<"out", H1>, axis<"in", C>>, role::replicated, init::normal<20>>>;
-  using params = param_list<param<"gate.weight", shape<axis<"expert", E>, axis<"in", C>>, role::replicated, init::normal<20>>, w1_param,
+  using params = param_list<param<"gate.weight", shape<axis<"out", E>, axis<"in", C>>, role::replicated, init::normal<20>>, w1_param,
                             param<"experts.down_proj", shape<axis<"expert", El>, axis<"out", C>, axis<"in", F>>,
                                   role::replicated, init::normal_residual<20>>>;
   static_assert(params::size == impl::own_param_count);

@@ -33,6 +33,9 @@ struct param_info {
   std::size_t offset = 0;          ///< element offset in the model's parameter block
   std::size_t size = 0;            ///< number of elements
   std::vector<std::size_t> shape;  ///< extents, in weft's storage order
+  /// The names of its shape's axes, in the same order ("expert", "out", "in"): what a strategy
+  /// part deals out is an axis of a name (expert_parallel: a leading "expert" axis).
+  std::vector<std::string_view> axes;
   role tp_role = role::replicated;
   bool decay = false;              ///< weight decay applies
   export_layout export_as = export_layout::as_is;
@@ -172,6 +175,7 @@ struct leaf_layer {
       i.offset = base + off;
       i.size = P::size;
       i.shape.assign(P::shape_type::extents.begin(), P::shape_type::extents.end());
+      i.axes.assign(P::shape_type::names.begin(), P::shape_type::names.end());
       i.tp_role = P::tp_role;
       i.decay = P::decay;
       i.export_as = P::export_as;

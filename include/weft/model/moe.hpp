@@ -108,13 +108,13 @@ template <class O>
 inline constexpr bool is_moe_option = requires { typename O::weft_moe_option_tag; };
 
 template <std::size_t C, std::size_t E, std::size_t H1, std::size_t F>
-using moe_params_gelu = param_list<param<"gate.weight", shape<axis<"expert", E>, axis<"in", C>>, role::replicated, init::normal<20>>,
+using moe_params_gelu = param_list<param<"gate.weight", shape<axis<"out", E>, axis<"in", C>>, role::replicated, init::normal<20>>,
                                    param<"experts.up_proj", shape<axis<"expert", E>, axis<"out", H1>, axis<"in", C>>,
                                          role::replicated, init::normal<20>>,
                                    param<"experts.down_proj", shape<axis<"expert", E>, axis<"out", C>, axis<"in", F>>,
                                          role::replicated, init::normal_residual<20>>>;
 template <std::size_t C, std::size_t E, std::size_t H1, std::size_t F>
-using moe_params_swiglu = param_list<param<"gate.weight", shape<axis<"expert", E>, axis<"in", C>>, role::replicated, init::normal<20>>,
+using moe_params_swiglu = param_list<param<"gate.weight", shape<axis<"out", E>, axis<"in", C>>, role::replicated, init::normal<20>>,
                                      param<"experts.gate_up_proj", shape<axis<"expert", E>, axis<"out", H1>, axis<"in", C>>,
                                            role::replicated, init::normal<20>>,
                                      param<"experts.down_proj", shape<axis<"expert", E>, axis<"out", C>, axis<"in", F>>,

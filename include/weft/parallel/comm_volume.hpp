@@ -77,7 +77,7 @@ struct step_volume {
 template <class Model, class Batch, parallel_strategy Strategy, class T, class Master = T>
 struct comm_volume {
   using partition = model_partition<Model, Strategy::tp>;
-  static constexpr std::size_t tp = Strategy::tp, pp = Strategy::pp, chunks = Strategy::chunks, ep = Strategy::ep;
+  static constexpr std::size_t tp = Strategy::tp, pp = Strategy::pp, chunks = Strategy::chunks, ep = ep_degree<Strategy>;
   static constexpr std::size_t microbatches = Strategy::microbatches;
   static constexpr bool sp = Strategy::sequence_parallel;
   static constexpr recompute_kind rc = Strategy::recompute_policy;

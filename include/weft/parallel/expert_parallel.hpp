@@ -15,11 +15,14 @@
 // moe_mlp and ep_moe_mlp are only declared here, so that plan<> does not pull in the MoE kernels:
 // a model holding moe_mlp has included model/moe.hpp, and moe_gpt.hpp, moe_llama.hpp and
 // weft/model.hpp include model/ep_moe_mlp.hpp (include it yourself for a composition of your own).
+#include "weft/comm/all_to_all.hpp"           // all_to_all_communicator
+#include "weft/core/fixed_string.hpp"         // fixed_string
 #include "weft/model/named.hpp"               // named
 #include "weft/model/parallel_branches.hpp"   // branch_sum
 #include "weft/model/repeat.hpp"              // repeat
 #include "weft/model/residual.hpp"            // residual
 #include "weft/model/sequential.hpp"          // sequential
+#include "weft/parallel/strategy.hpp"         // the part protocol, rank_coords
 
 #include <cstddef>
 #include <type_traits>
@@ -30,6 +33,8 @@ template <std::size_t C, std::size_t Experts, std::size_t TopK, std::size_t Ffn,
 struct moe_mlp;  // model/moe.hpp
 template <class Moe, std::size_t EP>
 struct ep_moe_mlp;  // model/ep_moe_mlp.hpp
+template <class Local, all_to_all_communicator Comm>
+class expert_parallel_local;  // exec/expert_parallel_local.hpp (weft/exec.hpp includes it)
 
 namespace detail {
 
@@ -150,5 +155,67 @@ struct ep_facts {
 /// The model one of `EP` expert-parallel ranks holds (see the top of the file); `Model` at EP = 1.
 template <class Model, std::size_t EP>
 using ep_model_t = std::conditional_t<EP == 1, Model, typename detail::ep_map<Model, EP>::type>;
+
+// ---- the strategy part ----
+
+namespace detail {
+template <class Model, std::size_t EP>
+struct ep_model_check {
+  // Expert parallelism splits the experts of moe_mlp layers: it needs some, and whole blocks of
+  // them. (if constexpr: without expert parallelism the model is not walked at all)
+  static constexpr bool moe_found = [] {
+    if constexpr (EP == 1) return true;
+    else return ep_facts<Model, EP>::moe_layers > 0;
+  }();
+  static_assert(moe_found, "weft::plan: expert_parallel with ep > 1 needs mixture-of-experts layers, but the model has no moe_mlp. Build the model with moe_mlp (moe_gpt, moe_llama, or a sequential composition holding moe_mlp), or drop expert_parallel (or give its axis size 1).");
+  static constexpr bool experts_divisible = [] {
+    if constexpr (EP == 1) return true;
+    else return ep_facts<Model, EP>::experts_divisible;
+  }();
+  static_assert(experts_divisible, "weft::plan: the number of experts is not divisible by the expert-parallel degree. Choose an ep that divides the experts of every moe_mlp (each rank holds experts / ep of them).");
+  static constexpr bool ok = moe_found && experts_divisible;
+};
+}  // namespace detail
+
+/// Expert parallelism along mesh axis `Axis` (GShard, Switch Transformer): the experts of every
+/// mixture-of-experts layer (moe_mlp) are dealt out over the axis's ranks in blocks of E/ep, each
+/// rank brings its own tokens, and all-to-alls carry the routed rows to their experts and back.
+/// A strategy part like any other (strategy.hpp's part protocol), written entirely here:
+///   rank order 200       between tensor (100) and data parallelism (300): the ranks with the
+///                        same (pp, dp, tp index) form an expert group;
+///   splits data          every expert rank reads its own rows (distributed_step's data_rank);
+///   rank_model           each moe_mlp<…> as ep_moe_mlp<…, ep> (ep_model_t above);
+///   model_check          the model has moe_mlp layers, and ep divides their experts;
+///   local_step           expert_parallel_local (exec/expert_parallel_local.hpp) around the
+///                        local step: the expert group bound, dense gradients summed over it;
+///   communicator_check   the communicator has all_to_all (all_to_all_communicator).
+/// Composes with data_parallel (zero<0> to zero<3>), tensor_parallel, with or without
+/// sequence_parallel (the mixture of experts replicated over the tp group), and pipeline.
+template <fixed_string Axis>
+struct expert_parallel {
+  using weft_part_tag = void;
+  static constexpr fixed_string family = "expert_parallel";
+  static constexpr auto axis_name = Axis;
+  static constexpr std::size_t rank_order = 200;
+  static constexpr bool splits_data = true;
+  template <class Model, std::size_t N>
+  using rank_model = ep_model_t<Model, N>;
+  template <class Model, std::size_t N>
+  using model_check = detail::ep_model_check<Model, N>;
+  template <class Local, class Comm>
+  using local_step = expert_parallel_local<Local, Comm>;
+  template <class Comm>
+  struct communicator_check {
+    static constexpr bool ok = all_to_all_communicator<Comm>;
+    static_assert(ok, "weft::expert_parallel: needs a communicator with all_to_all and all_to_all_v (mpi_communicator has them). Run the plan over mpi::world, or drop expert_parallel.");
+  };
+};
+
+/// The expert-parallel degree of a strategy (1 without expert_parallel).
+template <class Strategy>
+inline constexpr std::size_t ep_degree = Strategy::template degree_of<"expert_parallel">;
+
+/// This rank's index in its expert group.
+constexpr std::size_t expert_index(const rank_coords& c) { return c["expert_parallel"]; }
 
 }  // namespace weft

@@ -55,7 +55,17 @@
 // is reduce-scattered after it (the paper reduce-scatters bucket by bucket during backward),
 // and under ZeRO-3 the parameters are gathered whole before forward (the paper gathers layer
 // by layer). stage_memory::working_bytes, counted in total(); model_state_bytes() stays ZeRO's.
-// Not counted: workspace, communication buffers, fragmentation.
+// Communication buffers — the temporaries the MPI library allocates inside data_parallel_step's
+// collectives (comm_buffer_bytes): Open MPI 4.1's non-blocking all-reduce holds one of each
+// in-flight bucket's size, and data_parallel_step keeps at most gradient_buckets_in_flight
+// buckets in flight (ZeRO-0/1); its reduce-scatter holds the input piece plus up to three
+// blocks of piece/dp (at most another piece: 2× the piece at dp 2 and 3, 1.75× at 4, 1.375× at
+// 8, measured), and ZeRO-2/3 reduce-scatter one piece of bucket_bytes at a time.
+// stage_memory::comm_bytes, counted in total() but not in allocated_bytes() (the step's own
+// buffers: the arena and the shards). Without them a rank whose share is small measured
+// 1.24 × the plan (docs/benchmarks.md).
+// Not counted: workspace, the tensor- and pipeline-parallel collectives' temporaries (an
+// activation's size), fragmentation.
 #include "weft/core/constant.hpp"        // dynamic
 #include "weft/parallel/partition.hpp"   // model_partition
 #include "weft/parallel/schedule.hpp"    // schedule_kind, detail::tag_kind, detail::warmup
@@ -109,6 +119,30 @@ constexpr model_state_bytes zero_model_states(std::size_t psi, const state_bytes
 /// The local arena keeps both sections whole; data_parallel_step adds the shards.
 constexpr std::size_t zero_working_bytes(std::size_t psi, const state_bytes& b, std::size_t zero_stage) noexcept {
   return (zero_stage >= 2 ? psi * b.grads : 0) + (zero_stage >= 3 ? psi * b.params : 0);
+}
+
+// ---- communication buffers ----
+
+/// Gradient buckets data_parallel_step lets reduce at once (ZeRO-0/1): the next bucket waits
+/// for the one this many before it. One constant for the step and the plan, which counts an
+/// MPI temporary of each in-flight bucket (comm_buffer_bytes).
+inline constexpr std::size_t gradient_buckets_in_flight = 2;
+
+/// Bytes of collective temporaries data_parallel_step can make the MPI library hold at once,
+/// for a rank of `psi` parameters with gradients of `grad_bytes` bytes an element, ZeRO stage
+/// `zero_stage`, `dp` data-parallel ranks and buckets of `bucket_bytes` (cut as the step cuts
+/// them: whole elements, at least one). 0 without data parallelism.
+///   ZeRO-0/1  min(buckets, gradient_buckets_in_flight) buckets: Open MPI's iallreduce keeps a
+///             bucket-sized temporary per request until it completes
+///   ZeRO-2/3  one reduce-scatter piece of a bucket at a time: Open MPI 4.1's reduce-scatter
+///             holds piece + min(piece, 3·piece/dp) (measured peak RSS, dp = 2, 3, 4, 8)
+constexpr std::size_t comm_buffer_bytes(std::size_t psi, std::size_t grad_bytes, std::size_t zero_stage, std::size_t dp,
+                                        std::size_t bucket_bytes) noexcept {
+  if (dp <= 1 || psi == 0 || grad_bytes == 0) return 0;
+  const std::size_t per = std::max<std::size_t>(1, bucket_bytes / grad_bytes);  // elements of one bucket
+  if (zero_stage <= 1) return std::min(psi, gradient_buckets_in_flight * per) * grad_bytes;
+  const std::size_t piece = std::min(psi, per), block = (piece + dp - 1) / dp;
+  return (piece + std::min(piece, 3 * block)) * grad_bytes;
 }
 
 // ---- activations of one transformer layer ----
@@ -251,6 +285,7 @@ struct stage_memory {
   std::size_t grad_bytes = 0;
   std::size_t optimizer_bytes = 0;
   std::size_t working_bytes = 0;       ///< whole gradient / gathered parameter buffers (zero_working_bytes)
+  std::size_t comm_bytes = 0;          ///< the MPI library's collective temporaries at once (comm_buffer_bytes)
   std::size_t layers = 0;              ///< transformer layers on the stage (all chunks)
   std::size_t activation_sets = 0;     ///< (micro-batch, chunk) sets in flight at the peak
   std::size_t layer_bytes = 0;         ///< one layer, one micro-batch (layer_activation_bytes)
@@ -259,7 +294,9 @@ struct stage_memory {
   std::size_t output_bytes = 0;        ///< last stage: final norm and head inputs, 32-bit logits
   constexpr std::size_t model_state_bytes() const noexcept { return param_bytes + grad_bytes + optimizer_bytes; }
   constexpr std::size_t activations_total() const noexcept { return activation_bytes + embedding_bytes + output_bytes; }
-  constexpr std::size_t total() const noexcept { return model_state_bytes() + working_bytes + activations_total(); }
+  /// What the step itself allocates (arena and shards: resident_bytes()); total() less comm_bytes.
+  constexpr std::size_t allocated_bytes() const noexcept { return model_state_bytes() + working_bytes + activations_total(); }
+  constexpr std::size_t total() const noexcept { return allocated_bytes() + comm_bytes; }
 };
 
 namespace detail {
@@ -364,6 +401,7 @@ struct memory_model {
     m.grad_bytes = st.grads;
     m.optimizer_bytes = st.optimizer;
     m.working_bytes = zero_working_bytes(m.params, bytes, Strategy::zero_stage);
+    m.comm_bytes = comm_buffer_bytes(m.params, bytes.grads, Strategy::zero_stage, dp, Strategy::bucket_bytes);
     m.layers = layers_per_chunk * chunks;
     m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);
     m.layer_bytes = layer_bytes;

@@ -13,7 +13,8 @@
 // With a strategy<...> option the plan also checks the strategy against the model (tp
 // divides heads, kv_heads, ffn and vocab; pp (and pp·V) divides depth; seq divisible by tp
 // under sequence parallelism; the schedule's micro-batch rules) and prices one rank of it:
-// `memory` (memory_model.hpp: ZeRO model states, Korthikanti activations, per stage),
+// `memory` (memory_model.hpp: ZeRO model states, Korthikanti activations, communication
+// buffers, per stage),
 // `memory_per_rank` (its largest stage, checked against memory_budget; what a rank really
 // allocates: tests/mpi/memory_per_rank.cpp), and `volume`
 // (comm_volume.hpp: bytes per mesh axis and FLOPs per step). The arena above stays the local
@@ -139,10 +140,11 @@ struct plan {
   /// The model as written (names, comm_volume and the pipeline's stages take this one).
   using model_type = Model;
   /// Expert-parallel degree of the strategy (1 without expert_parallel).
-  static constexpr std::size_t ep = strategy_type::ep;
-  /// The model one rank holds: `Model`, with each moe_mlp as ep_moe_mlp<…, ep> under
-  /// expert_parallel (E/ep experts per layer). Parameters, the arena and memory_model take it.
-  using rank_model = ep_model_t<Model, ep>;
+  static constexpr std::size_t ep = ep_degree<strategy_type>;
+  /// The model one rank holds: `Model` through each strategy part's rank_model (under
+  /// expert_parallel each moe_mlp as ep_moe_mlp<…, ep>: E/ep experts per layer). Parameters, the
+  /// arena and memory_model take it.
+  using rank_model = typename strategy_type::template rank_model<Model>;
   /// The recomputation the executors run: the strategy's policy, on every kind of rank (the
   /// tensor-parallel shard maps recomputed<> and selective_attention<>; a pipeline stage is cut
   /// from model_type first and then mapped, see pipeline_step).
@@ -252,18 +254,10 @@ struct plan {
   static constexpr bool depth_divisible_by_chunks = !depth_divisible_by_pp || diag::divisible<Model::depth, pp * chunks>;
   static_assert(depth_divisible_by_chunks, "weft::plan: interleaving without enough layers: depth is not divisible by pp * V model chunks. Choose interleaved<V> and pp so that pp * V divides depth, or use one_f_one_b.");
 
-  // Expert parallelism splits the experts of moe_mlp layers: it needs some, and whole blocks of them.
-  // (if constexpr: without expert parallelism the model is not walked at all)
-  static constexpr bool moe_found = [] {
-    if constexpr (ep == 1) return true;
-    else return ep_facts<Model, ep>::moe_layers > 0;
-  }();
-  static_assert(moe_found, "weft::plan: expert_parallel with ep > 1 needs mixture-of-experts layers, but the model has no moe_mlp. Build the model with moe_mlp (moe_gpt, moe_llama, or a sequential composition holding moe_mlp), or drop expert_parallel (or give its axis size 1).");
-  static constexpr bool experts_divisible_by_ep = [] {
-    if constexpr (ep == 1) return true;
-    else return ep_facts<Model, ep>::experts_divisible;
-  }();
-  static_assert(experts_divisible_by_ep, "weft::plan: the number of experts is not divisible by the expert-parallel degree. Choose an ep that divides the experts of every moe_mlp (each rank holds experts / ep of them).");
+  // Each strategy part's own checks of the model (expert_parallel: moe_mlp layers, ep divides
+  // their experts), reported by the part's static_asserts at the user's line.
+  static constexpr bool parts_fit_model = strategy_type::template fits_model<Model>;
+  static_assert(parts_fit_model || true);  // instantiates the checks; the message, if any, is the part's, once
 
   // ---- plan-only use: every layer needs a tensor-parallel form under tp > 1 ----
   // memory_model and comm_volume price a tp > 1 model through model_partition, which counts a
@@ -286,7 +280,7 @@ struct plan {
   static constexpr bool strategy_fits = strategy_valid && heads_divisible_by_tp && kv_heads_divisible_by_tp &&
                                         ffn_divisible_by_tp && vocab_divisible_by_tp && seq_divisible_by_tp &&
                                         blocks_found && depth_divisible_by_pp && depth_divisible_by_chunks &&
-                                        moe_found && experts_divisible_by_ep;
+                                        parts_fit_model;
 
   // ---- one rank of the strategy: memory, communication, FLOPs ----
   /// The per-rank memory plan (memory_model.hpp); meaningful when strategy_fits.
@@ -294,7 +288,8 @@ struct plan {
   /// Bytes communicated and FLOPs per step, per rank (comm_volume.hpp).
   using volume = comm_volume<Model, Batch, strategy_type, T, master_type>;
   /// The largest stage's bytes per rank: model states after ZeRO (at the mesh's data-parallel
-  /// size, or 1 when it is dynamic: an upper bound) plus activations.
+  /// size, or 1 when it is dynamic: an upper bound), ZeRO's working buffers, activations and
+  /// the data-parallel collectives' temporaries (stage_memory::comm_bytes).
   /// 0 without a strategy option (give strategy<mesh<axis<"dp">>> to price a single rank).
   static constexpr std::size_t memory_per_rank = [] {
     if constexpr (has_strategy && strategy_fits) return memory::bytes_per_rank;
@@ -367,12 +362,13 @@ struct plan {
                  schedule_names[static_cast<int>(memory::kind)], microbatches, chunks, dp,
                  S::dp == dynamic ? " (dynamic; priced at this size)" : "", S::zero_stage,
                  recompute_names[static_cast<int>(S::recompute_policy)]);
-    std::fprintf(out, "  per rank, %s: %5s %14s %8s %8s %8s %8s %6s %10s %8s %8s %8s\n", unit, "stage", "params", "param",
-                 "grad", "optim", "working", "sets", "layers", "embed", "output", "total");
+    std::fprintf(out, "  per rank, %s: %5s %14s %8s %8s %8s %8s %8s %6s %10s %8s %8s %8s\n", unit, "stage", "params", "param",
+                 "grad", "optim", "working", "comm", "sets", "layers", "embed", "output", "total");
     for (std::size_t s = 0; s < pp; ++s) {
       const stage_memory m = memory::stage(s, dp);
-      std::fprintf(out, "                 %5zu %14zu %8.2f %8.2f %8.2f %8.2f %6zu %10.2f %8.2f %8.2f %8.2f\n", s, m.params,
-                   m.param_bytes / gib, m.grad_bytes / gib, m.optimizer_bytes / gib, m.working_bytes / gib, m.activation_sets,
+      std::fprintf(out, "                 %5zu %14zu %8.2f %8.2f %8.2f %8.2f %8.2f %6zu %10.2f %8.2f %8.2f %8.2f\n", s, m.params,
+                   m.param_bytes / gib, m.grad_bytes / gib, m.optimizer_bytes / gib, m.working_bytes / gib,
+                   m.comm_bytes / gib, m.activation_sets,
                    m.activation_bytes / gib, m.embedding_bytes / gib, m.output_bytes / gib, m.total() / gib);
     }
     std::fprintf(out, "  per rank and step, %s sent: %5s %10s %10s %10s %12s %12s\n", unit, "stage", "dp", "tp", "pp",

@@ -11,12 +11,11 @@
 // is plain data parallelism (one rank in a single process). Every combination is checked
 // here, where it is written; what depends on the model (divisibility, memory) is checked
 // by plan<>. Ranks follow Megatron-LM's order, tensor-parallel index fastest, with the
-// expert-parallel index between tensor and data parallelism:
-//   rank = ((pp_index * dp + dp_index) * ep + ep_index) * tp + tp_index
-// (ep = 1 without expert_parallel: the tp/dp/pp order is unchanged by it). Expert parallelism
-// (expert_parallel<"ep">) composes with data parallelism (any ZeRO stage), tensor parallelism
-// and pipelines: the ranks with the same (pp, dp, tp index) form an expert group, each holding
-// E/ep experts of every mixture of experts and its own tokens.
+// ranks of any other part placed by its rank_order (expert_parallel, parallel/expert_parallel.hpp,
+// between tensor and data parallelism):
+//   rank = (pp_index * dp + dp_index) * tp + tp_index
+// The parts are open: any type that follows the part protocol (below) is one, so a new kind of
+// parallelism is a header of its own, not an edit of this file.
 #include "weft/core/constant.hpp"      // dynamic
 #include "weft/core/diagnostics.hpp"   // diag::at_least, diag::at_most
 #include "weft/core/fixed_string.hpp"  // fixed_string
@@ -24,6 +23,7 @@
 #include "weft/parallel/schedule.hpp"  // gpipe, one_f_one_b, interleaved, schedule_tag, detail::pipeline_checks
 
 #include <cstddef>
+#include <concepts>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -149,17 +149,34 @@ struct options_of {
 }  // namespace detail
 
 // ---- the parts ----
-
-/// What a strategy part does along its axis.
-enum class part_kind : std::uint8_t { data, tensor, pipeline, expert };
+// A strategy part is any type with `weft_part_tag` and the members of the part protocol; the
+// strategy holds no list of them, so a new kind of parallelism is a new header (expert_parallel<>
+// is one: parallel/expert_parallel.hpp). docs/parallelism.md, "Writing a strategy part":
+//   family        fixed_string naming the kind ("data_parallel"); a strategy holds at most one part
+//                 of a family, and rank_coords and degree_of<> look a part up by it
+//   axis_name     the mesh axis it runs along
+//   rank_order    its place in the rank order: the part with the lowest varies fastest
+//                 (tensor_parallel 100, data_parallel 300, pipeline 400; expert_parallel 200)
+//   splits_data   whether each index along the axis reads its own rows of the global batch
+// and, optionally:
+//   template <class Model, std::size_t N> using rank_model = …;   the model one of N ranks holds
+//   template <class Model, std::size_t N> struct model_check;     its `ok`, with static_asserts
+//                                                                  that plan<> instantiates
+//   template <class Local, class Comm> using local_step = …;       a wrapper of the local step,
+//                                                                  built as W(group, std::move(local))
+//   template <class Comm> struct communicator_check;               its `ok`, and a static_assert
+//                                                                  saying what the part needs
+// Only the data-parallel axis may be sized at run time.
 
 /// Data parallelism along mesh axis `Axis`, with optional zero<S> (default 0) and
 /// bucket_bytes<N> (default 25 MiB).
 template <fixed_string Axis, class... Options>
 struct data_parallel {
   using weft_part_tag = void;
-  static constexpr part_kind kind = part_kind::data;
+  static constexpr fixed_string family = "data_parallel";
   static constexpr auto axis_name = Axis;
+  static constexpr std::size_t rank_order = 300;
+  static constexpr bool splits_data = true;
   static constexpr bool options_valid = detail::options_of<detail::is_zero, detail::is_bucket>::template valid<Options...>;
   static_assert(options_valid,
                 "weft::data_parallel: an option is repeated or is not one of zero<S>, bucket_bytes<N>. Give each of "
@@ -174,8 +191,10 @@ struct data_parallel {
 template <fixed_string Axis, class... Options>
 struct tensor_parallel {
   using weft_part_tag = void;
-  static constexpr part_kind kind = part_kind::tensor;
+  static constexpr fixed_string family = "tensor_parallel";
   static constexpr auto axis_name = Axis;
+  static constexpr std::size_t rank_order = 100;
+  static constexpr bool splits_data = false;
   static constexpr bool options_valid = detail::options_of<detail::is_sequence_parallel>::template valid<Options...>;
   static_assert(options_valid,
                 "weft::tensor_parallel: an option is repeated or is not sequence_parallel. Write tensor_parallel<\"tp\"> "
@@ -188,8 +207,10 @@ struct tensor_parallel {
 template <fixed_string Axis, class... Options>
 struct pipeline {
   using weft_part_tag = void;
-  static constexpr part_kind kind = part_kind::pipeline;
+  static constexpr fixed_string family = "pipeline";
   static constexpr auto axis_name = Axis;
+  static constexpr std::size_t rank_order = 400;
+  static constexpr bool splits_data = false;
   static constexpr bool options_valid =
       detail::options_of<detail::is_schedule, detail::is_microbatches>::template valid<Options...>;
   static_assert(options_valid,
@@ -207,34 +228,80 @@ struct pipeline {
   static constexpr bool valid = options_valid && enough_chunks && microbatches >= 1;
 };
 
-/// Expert parallelism along mesh axis `Axis` (GShard, Switch Transformer): the experts of every
-/// mixture-of-experts layer (moe_mlp) are dealt out over the axis's ranks in blocks of E/ep, each
-/// rank brings its own tokens, and all-to-alls carry the routed rows to their experts and back.
-/// plan<> runs each moe_mlp<…> as its ep_moe_mlp<…, ep> form (model/ep_moe_mlp.hpp) and
-/// make_training_step returns distributed_step, whose local step expert_parallel_local wraps.
-/// With data_parallel (zero<0> to zero<3>), tensor_parallel, with or without sequence_parallel
-/// (the mixture of experts replicated over the tp group), and pipeline.
-template <fixed_string Axis>
-struct expert_parallel {
-  using weft_part_tag = void;
-  static constexpr part_kind kind = part_kind::expert;
-  static constexpr auto axis_name = Axis;
+/// Where one rank sits in the mesh: its index along the axis of each part, looked up by the
+/// part's family (`c["expert_parallel"]`; 0 for a part the strategy does not have), with named
+/// accessors for the built-in parts. Two coordinates are equal when every index is.
+class rank_coords {
+ public:
+  static constexpr std::size_t capacity = 8;  ///< parts of one strategy, at most
+  constexpr rank_coords() = default;
+  /// {pipeline stage, data-parallel replica, tensor-parallel shard}.
+  constexpr rank_coords(std::size_t pp, std::size_t dp, std::size_t tp) {
+    set("pipeline", pp).set("data_parallel", dp).set("tensor_parallel", tp);
+  }
+  /// Sets the index along the axis of the part of `family`.
+  constexpr rank_coords& set(std::string_view family, std::size_t index) {
+    for (std::size_t i = 0; i < n_; ++i)
+      if (family_[i] == family) return index_[i] = index, *this;
+    if (n_ < capacity) family_[n_] = family, index_[n_++] = index;
+    return *this;
+  }
+  /// The index along the axis of the part of `family` (0 when the strategy has none).
+  constexpr std::size_t operator[](std::string_view family) const {
+    for (std::size_t i = 0; i < n_; ++i)
+      if (family_[i] == family) return index_[i];
+    return 0;
+  }
+  constexpr std::size_t pp() const { return (*this)["pipeline"]; }         ///< pipeline stage
+  constexpr std::size_t dp() const { return (*this)["data_parallel"]; }    ///< data-parallel replica
+  constexpr std::size_t tp() const { return (*this)["tensor_parallel"]; }  ///< tensor-parallel shard
+  /// The families set, in the order set.
+  constexpr std::size_t size() const { return n_; }
+  constexpr std::string_view family(std::size_t i) const { return family_[i]; }
+
+  friend constexpr bool operator==(const rank_coords& a, const rank_coords& b) {
+    for (std::size_t i = 0; i < a.n_; ++i)
+      if (b[a.family_[i]] != a.index_[i]) return false;
+    for (std::size_t i = 0; i < b.n_; ++i)
+      if (a[b.family_[i]] != b.index_[i]) return false;
+    return true;
+  }
+
+ private:
+  std::string_view family_[capacity]{};
+  std::size_t index_[capacity]{};
+  std::size_t n_ = 0;
 };
 
 namespace detail {
 
 template <class T> inline constexpr bool is_part_v = requires { typename T::weft_part_tag; };
-template <class T, part_kind K>
-inline constexpr bool is_part_of_kind = [] {
-  if constexpr (is_part_v<T>) return T::kind == K;
-  else return false;
-}();
-template <class T> struct is_data_part : std::bool_constant<is_part_of_kind<T, part_kind::data>> {};
-template <class T> struct is_tensor_part : std::bool_constant<is_part_of_kind<T, part_kind::tensor>> {};
-template <class T> struct is_pipeline_part : std::bool_constant<is_part_of_kind<T, part_kind::pipeline>> {};
-template <class T> struct is_expert_part : std::bool_constant<is_part_of_kind<T, part_kind::expert>> {};
+template <class T> struct is_part : std::bool_constant<is_part_v<T>> {};
 
-// Stand-ins for absent parts: the same members, no axis.
+// The members every part has (see the top of this section).
+template <class P>
+concept part_protocol = is_part_v<P> && requires {
+  { P::family.view() } -> std::convertible_to<std::string_view>;
+  { P::axis_name.view() } -> std::convertible_to<std::string_view>;
+  { P::rank_order } -> std::convertible_to<std::size_t>;
+  { P::splits_data } -> std::convertible_to<bool>;
+};
+template <class P> struct is_sound_part : std::bool_constant<part_protocol<P>> {};
+
+// A part of family `F` (a predicate for first_of_t and count_of). (A function, not a lambda in
+// the template argument: nvcc 13 does not take the latter.)
+template <class T, fixed_string F>
+consteval bool part_of_family() {
+  if constexpr (part_protocol<T>) return T::family.view() == F.view();
+  else return false;
+}
+template <fixed_string F>
+struct family_is {
+  template <class T>
+  struct test : std::bool_constant<part_of_family<T, F>()> {};
+};
+
+// Stand-ins for absent built-in parts: the same members, no axis.
 struct no_data_part {
   static constexpr fixed_string axis_name = "";
   static constexpr std::size_t zero_stage = 0;
@@ -251,11 +318,29 @@ struct no_pipeline_part {
   static constexpr std::size_t chunks = 1;
   static constexpr bool valid = true;
 };
-struct no_expert_part {
-  static constexpr fixed_string axis_name = "";
-};
 struct no_precision {
   using type = void;
+};
+
+template <class... Ts>
+struct type_list {
+  static constexpr std::size_t size = sizeof...(Ts);
+};
+template <class T, class List>
+struct prepend;
+template <class T, class... Ts>
+struct prepend<T, type_list<Ts...>> {
+  using type = type_list<T, Ts...>;
+};
+// The Ts that satisfy Is, in order.
+template <template <class> class Is, class... Ts>
+struct filter_list {
+  using type = type_list<>;
+};
+template <template <class> class Is, class T, class... Ts>
+struct filter_list<Is, T, Ts...> {
+  using rest = typename filter_list<Is, Ts...>::type;
+  using type = std::conditional_t<Is<T>::value, typename prepend<T, rest>::type, rest>;
 };
 
 // A strategy error whose text carries a name. Not constexpr on purpose: reaching a call in a
@@ -283,8 +368,15 @@ template <fixed_string Part, fixed_string Axis, bool Ok>
 consteval bool check_axis_static() {
   if constexpr (!Ok)
     strategy_error<fixed_string("weft::strategy: ") + Part + fixed_string(" uses the axis \"") + Axis +
-                   fixed_string("\", whose size is dynamic. Give tensor_parallel, pipeline and expert_parallel axes "
-                                "a static size, e.g. axis<\"tp\", 2>; only the data-parallel axis may be dynamic.")>();
+                   fixed_string("\", whose size is dynamic. Give it a static size, e.g. axis<\"") + Axis +
+                   fixed_string("\", 2>; only the data-parallel axis may be dynamic.")>();
+  return Ok;
+}
+template <fixed_string Part, bool Ok>
+consteval bool check_family_once() {
+  if constexpr (!Ok)
+    strategy_error<fixed_string("weft::strategy: ") + Part +
+                   fixed_string(" is given twice. Give each part at most once.")>();
   return Ok;
 }
 template <fixed_string Axis, bool Ok>
@@ -295,40 +387,35 @@ consteval bool check_axis_used() {
                                 "data_parallel part, one axis may be left: it is then data-parallel).")>();
   return Ok;
 }
+// What a strategy's sound parts say, before any check: which mesh axes they use, and the rank
+// layout they make. Kept apart from strategy<> so that its checks can call these functions (a
+// class's own member functions are not usable in its static initialisers).
+template <class Mesh, class List>
+struct strategy_parts;
+template <class Mesh, class... Ps>
+struct strategy_parts<Mesh, type_list<Ps...>> {
+  static constexpr std::size_t n = sizeof...(Ps);
+  static constexpr std::string_view families[n + 1] = {Ps::family.view()..., {}};
+  static constexpr std::string_view axes[n + 1] = {Ps::axis_name.view()..., {}};
+  static constexpr std::size_t orders[n + 1] = {std::size_t{Ps::rank_order}..., 0};
+  static constexpr bool splits[n + 1] = {bool{Ps::splits_data}..., false};
 
-}  // namespace detail
-
-/// Where one rank sits in the mesh.
-struct rank_coords {
-  std::size_t pp = 0;  ///< pipeline stage
-  std::size_t dp = 0;  ///< data-parallel replica
-  std::size_t tp = 0;  ///< tensor-parallel shard
-  std::size_t ep = 0;  ///< expert-parallel rank (its block of experts); 0 without expert_parallel
-  friend constexpr bool operator==(const rank_coords&, const rank_coords&) = default;
-};
-
-namespace detail {
-
-// What a strategy's parts say, before any check: the parts found (or stand-ins), and which
-// mesh axes they use. Kept apart from strategy<> so that its checks can call these
-// functions (a class's own member functions are not usable in its static initialisers).
-template <class Mesh, class... Parts>
-struct strategy_parts {
-  static constexpr bool has_data = count_of<is_data_part, Parts...> == 1;
-  static constexpr bool has_tensor = count_of<is_tensor_part, Parts...> == 1;
-  static constexpr bool has_pipeline = count_of<is_pipeline_part, Parts...> == 1;
-  static constexpr bool has_expert = count_of<is_expert_part, Parts...> == 1;
-  using expert_part = first_of_t<is_expert_part, no_expert_part, Parts...>;
-  using data_part = first_of_t<is_data_part, no_data_part, Parts...>;
-  using tensor_part = first_of_t<is_tensor_part, no_tensor_part, Parts...>;
-  using pipeline_part = first_of_t<is_pipeline_part, no_pipeline_part, Parts...>;
-
+  static constexpr std::size_t count_family(std::string_view f) {
+    std::size_t c = 0;
+    for (std::size_t i = 0; i < n; ++i) c += families[i] == f ? 1u : 0u;
+    return c;
+  }
+  // Index of the first part of family `f` (n when none).
+  static constexpr std::size_t find(std::string_view f) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (families[i] == f) return i;
+    return n;
+  }
   // How many parts use the mesh axis `name`.
   static constexpr std::size_t uses(std::string_view name) {
-    return (has_data && data_part::axis_name.view() == name ? 1u : 0u) +
-           (has_tensor && tensor_part::axis_name.view() == name ? 1u : 0u) +
-           (has_pipeline && pipeline_part::axis_name.view() == name ? 1u : 0u) +
-           (has_expert && expert_part::axis_name.view() == name ? 1u : 0u);
+    std::size_t c = 0;
+    for (std::size_t i = 0; i < n; ++i) c += axes[i] == name ? 1u : 0u;
+    return c;
   }
   // Index of the mesh's first axis without a part (Mesh::rank when there is none).
   static constexpr std::size_t first_unused() {
@@ -336,26 +423,144 @@ struct strategy_parts {
       if (uses(Mesh::names[i]) == 0) return i;
     return Mesh::rank;
   }
-  // Size of mesh axis `name`; 1 when absent.
+  // Size of mesh axis `name`; 0 when absent.
   static constexpr std::size_t size_of(std::string_view name) {
     for (std::size_t i = 0; i < Mesh::rank; ++i)
       if (Mesh::names[i] == name) return Mesh::sizes[i];
-    return 1;
+    return 0;
   }
 
+  // ---- the checks, each reported once ----
+  template <class P>
+  static consteval bool in_mesh() {
+    return check_axis_in_mesh<P::family, P::axis_name, Mesh::template contains<P::axis_name>>();
+  }
+  static consteval bool check_in_mesh() { return (in_mesh<Ps>() && ... && true); }
+  // A shared axis is reported for the first part on it.
+  template <std::size_t I, class P>
+  static consteval bool alone() {
+    constexpr bool first = [] {
+      for (std::size_t j = 0; j < I; ++j)
+        if (axes[j] == P::axis_name.view()) return false;
+      return true;
+    }();
+    return check_axis_once<P::axis_name, !first || uses(P::axis_name.view()) == 1>();
+  }
+  template <std::size_t... I>
+  static consteval bool check_alone(std::index_sequence<I...>) {
+    return (alone<I, Ps>() && ... && true);
+  }
+  template <std::size_t I, class P>
+  static consteval bool family_once() {
+    constexpr bool first = find(P::family.view()) == I;
+    return check_family_once<P::family, !first || count_family(P::family.view()) == 1>();
+  }
+  template <std::size_t... I>
+  static consteval bool check_families(std::index_sequence<I...>) {
+    return (family_once<I, Ps>() && ... && true);
+  }
+  template <class P>
+  static consteval bool static_size() {
+    constexpr bool ok = P::family.view() == std::string_view("data_parallel") ||
+                        Mesh::template size_of<P::axis_name> != dynamic;
+    return check_axis_static<P::family, P::axis_name, ok>();
+  }
+  static consteval bool check_static() { return (static_size<Ps>() && ... && true); }
   // An axis without a part is fine only as the implicit data-parallel axis: the first such
   // axis, and only when there is no data_parallel part.
   template <std::size_t I>
   static consteval bool check_mesh_axis() {
     using A = typename Mesh::template axis_at<I>;
-    constexpr bool used = uses(A::name.view()) > 0 || (!has_data && I == first_unused());
+    constexpr bool used = uses(A::name.view()) > 0 || (count_family("data_parallel") == 0 && I == first_unused());
     return check_axis_used<A::name, used>();
   }
   template <std::size_t... I>
   static consteval bool check_mesh_axes(std::index_sequence<I...>) {
     return (check_mesh_axis<I>() && ... && true);
   }
+
+  // ---- the rank layout: a mixed radix over the parts, in rank order ----
+  // Degree of part i; `dyn` for the axis sized at run time, 1 for an axis the mesh lacks.
+  static constexpr std::size_t degree(std::size_t i, std::size_t dyn) {
+    const std::size_t s = size_of(axes[i]);
+    return s == 0 ? 1 : s == dynamic ? dyn : s;
+  }
+  // Part j varies faster than part i.
+  static constexpr bool before(std::size_t j, std::size_t i) {
+    return orders[j] < orders[i] || (orders[j] == orders[i] && j < i);
+  }
+  static constexpr std::size_t stride(std::size_t i, std::size_t dyn) {
+    std::size_t s = 1;
+    for (std::size_t j = 0; j < n; ++j)
+      if (before(j, i)) s *= degree(j, dyn);
+    return s;
+  }
+  static constexpr rank_coords coords(std::size_t rank, std::size_t dyn) {
+    rank_coords c;
+    for (std::size_t i = 0; i < n; ++i) c.set(families[i], rank / stride(i, dyn) % degree(i, dyn));
+    return c;
+  }
+  static constexpr std::size_t rank_of(const rank_coords& c, std::size_t dyn) {
+    std::size_t r = 0;
+    for (std::size_t i = 0; i < n; ++i) r += c[families[i]] * stride(i, dyn);
+    return r;
+  }
+  static constexpr std::size_t data_shards(std::size_t dyn) {
+    std::size_t s = 1;
+    for (std::size_t i = 0; i < n; ++i)
+      if (splits[i]) s *= degree(i, dyn);
+    return s;
+  }
+  static constexpr std::size_t data_rank(const rank_coords& c, std::size_t dyn) {
+    std::size_t r = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!splits[i]) continue;
+      std::size_t s = 1;
+      for (std::size_t j = 0; j < n; ++j)
+        if (splits[j] && before(j, i)) s *= degree(j, dyn);
+      r += c[families[i]] * s;
+    }
+    return r;
+  }
+  // Ranks that differ only along part `f`'s axis share this colour (their group).
+  static constexpr std::size_t group_color(const rank_coords& c, std::string_view f, std::size_t dyn) {
+    const std::size_t i = find(f);
+    return i == n ? rank_of(c, dyn) : rank_of(c, dyn) - c[f] * stride(i, dyn);
+  }
 };
+
+// The parts the layout runs: the written ones, and the implicit data-parallel part on the first
+// mesh axis without a part when no data_parallel is written.
+template <class Mesh, class Written, bool Implicit = (strategy_parts<Mesh, Written>::count_family("data_parallel") == 0 &&
+                                                      strategy_parts<Mesh, Written>::first_unused() < Mesh::rank)>
+struct layout_parts {
+  using type = Written;
+};
+template <class Mesh, class... Ps>
+struct layout_parts<Mesh, type_list<Ps...>, true> {
+  using type = type_list<Ps..., data_parallel<Mesh::template axis_at<strategy_parts<Mesh, type_list<Ps...>>::first_unused()>::name>>;
+};
+
+// ---- the optional hooks of the parts ----
+template <class Model, class P, std::size_t N>
+struct apply_rank_model {
+  using type = Model;
+};
+template <class Model, class P, std::size_t N>
+  requires requires { typename P::template rank_model<Model, N>; }
+struct apply_rank_model<Model, P, N> {
+  using type = typename P::template rank_model<Model, N>;
+};
+template <class P, class Model, std::size_t N>
+consteval bool part_fits_model() {
+  if constexpr (requires { P::template model_check<Model, N>::ok; }) return P::template model_check<Model, N>::ok;
+  else return true;
+}
+template <class P, class Comm>
+consteval bool part_takes_communicator() {
+  if constexpr (requires { P::template communicator_check<Comm>::ok; }) return P::template communicator_check<Comm>::ok;
+  else return true;
+}
 
 }  // namespace detail
 
@@ -370,95 +575,100 @@ struct strategy {
       ((detail::is_part_v<Parts> || detail::is_recompute_v<Parts> || detail::is_precision_v<Parts>) && ... && true);
   static_assert(parts_known,
                 "weft::strategy: an argument after the mesh is not a strategy part. Use data_parallel<>, "
-                "tensor_parallel<>, pipeline<>, expert_parallel<>, recompute<> or precision<>.");
-  static constexpr bool parts_once =
-      detail::count_of<detail::is_data_part, Parts...> <= 1 && detail::count_of<detail::is_tensor_part, Parts...> <= 1 &&
-      detail::count_of<detail::is_pipeline_part, Parts...> <= 1 && detail::count_of<detail::is_expert_part, Parts...> <= 1 &&
-      detail::count_of<detail::is_recompute, Parts...> <= 1 &&
-      detail::count_of<detail::is_precision, Parts...> <= 1;
-  static_assert(parts_once,
-                "weft::strategy: a part is given twice. Give each of data_parallel, tensor_parallel, pipeline, "
-                "expert_parallel, recompute and precision at most once.");
+                "tensor_parallel<>, pipeline<>, expert_parallel<>, a part of your own (a type with weft_part_tag), "
+                "recompute<> or precision<>.");
+  static constexpr bool parts_sound = ((!detail::is_part_v<Parts> || detail::part_protocol<Parts>) && ... && true);
+  static_assert(parts_sound,
+                "weft::strategy: a part (a type with weft_part_tag) lacks a member of the part protocol: family, "
+                "axis_name, rank_order, splits_data. Give it those members (docs/parallelism.md, \"Writing a strategy "
+                "part\").");
+  static constexpr bool options_once =
+      detail::count_of<detail::is_recompute, Parts...> <= 1 && detail::count_of<detail::is_precision, Parts...> <= 1;
+  static_assert(options_once, "weft::strategy: recompute<> or precision<> is given twice. Give each at most once.");
+
+  /// The parts as written (those that follow the part protocol).
+  using written_parts = typename detail::filter_list<detail::is_sound_part, Parts...>::type;
 
  private:
-  using found = detail::strategy_parts<Mesh, Parts...>;
-  using data_part = typename found::data_part;
-  using tensor_part = typename found::tensor_part;
-  using pipeline_part = typename found::pipeline_part;
-  using expert_part = typename found::expert_part;
+  using found = detail::strategy_parts<Mesh, written_parts>;
 
  public:
-  /// Whether data / tensor / pipeline parallelism is written as a part.
-  static constexpr bool has_data_parallel = found::has_data;
-  static constexpr bool has_tensor_parallel = found::has_tensor;
-  static constexpr bool has_pipeline = found::has_pipeline;
-  /// Whether expert parallelism is written as a part.
-  static constexpr bool has_expert_parallel = found::has_expert;
+  static constexpr bool parts_once = [] {
+    if constexpr (parts_sound) return found::check_families(std::make_index_sequence<found::n>{});
+    else return true;
+  }();
+  static constexpr bool fits_coords = found::n < rank_coords::capacity;
+  static_assert(fits_coords, "weft::strategy: more than 7 parts. Give at most 7 parallel parts.");
 
-  // ---- validation against the mesh: each a named condition ----
-  static constexpr bool data_axis_in_mesh = !has_data_parallel || Mesh::template contains<data_part::axis_name>;
-  static_assert(detail::check_axis_in_mesh<"data_parallel", data_part::axis_name, data_axis_in_mesh>());
-  static constexpr bool tensor_axis_in_mesh = !has_tensor_parallel || Mesh::template contains<tensor_part::axis_name>;
-  static_assert(detail::check_axis_in_mesh<"tensor_parallel", tensor_part::axis_name, tensor_axis_in_mesh>());
-  static constexpr bool pipeline_axis_in_mesh = !has_pipeline || Mesh::template contains<pipeline_part::axis_name>;
-  static_assert(detail::check_axis_in_mesh<"pipeline", pipeline_part::axis_name, pipeline_axis_in_mesh>());
-  static constexpr bool expert_axis_in_mesh = !has_expert_parallel || Mesh::template contains<expert_part::axis_name>;
-  static_assert(detail::check_axis_in_mesh<"expert_parallel", expert_part::axis_name, expert_axis_in_mesh>());
-
-  // Two parts on one axis: reported once, for the first part that shares it.
-  static constexpr bool data_axis_alone = !has_data_parallel || found::uses(data_part::axis_name.view()) == 1;
-  static_assert(detail::check_axis_once<data_part::axis_name, data_axis_alone>());
-  static constexpr bool tensor_axis_alone = !has_tensor_parallel || found::uses(tensor_part::axis_name.view()) == 1;
-  static_assert(detail::check_axis_once<tensor_part::axis_name, tensor_axis_alone || !data_axis_alone>());
-  static constexpr bool pipeline_axis_alone = !has_pipeline || found::uses(pipeline_part::axis_name.view()) == 1;
-  static_assert(detail::check_axis_once<pipeline_part::axis_name,
-                                        pipeline_axis_alone || !data_axis_alone || !tensor_axis_alone>());
-  static constexpr bool expert_axis_alone = !has_expert_parallel || found::uses(expert_part::axis_name.view()) == 1;
-  static_assert(detail::check_axis_once<expert_part::axis_name, expert_axis_alone || !data_axis_alone ||
-                                                                    !tensor_axis_alone || !pipeline_axis_alone>());
-
-  static constexpr bool tensor_axis_static =
-      !has_tensor_parallel || !tensor_axis_in_mesh || Mesh::template size_of<tensor_part::axis_name> != dynamic;
-  static_assert(detail::check_axis_static<"tensor_parallel", tensor_part::axis_name, tensor_axis_static>());
-  static constexpr bool pipeline_axis_static =
-      !has_pipeline || !pipeline_axis_in_mesh || Mesh::template size_of<pipeline_part::axis_name> != dynamic;
-  static_assert(detail::check_axis_static<"pipeline", pipeline_part::axis_name, pipeline_axis_static>());
-  static constexpr bool expert_axis_static =
-      !has_expert_parallel || !expert_axis_in_mesh || Mesh::template size_of<expert_part::axis_name> != dynamic;
-  static_assert(detail::check_axis_static<"expert_parallel", expert_part::axis_name, expert_axis_static>());
-
-  static constexpr bool axes_in_mesh = data_axis_in_mesh && tensor_axis_in_mesh && pipeline_axis_in_mesh && expert_axis_in_mesh;
-  static constexpr bool axes_distinct = data_axis_alone && tensor_axis_alone && pipeline_axis_alone && expert_axis_alone;
+  // ---- validation against the mesh, each reported once ----
+  static constexpr bool axes_in_mesh = found::check_in_mesh();
+  static constexpr bool axes_distinct = [] {
+    if constexpr (axes_in_mesh) return found::check_alone(std::make_index_sequence<found::n>{});
+    else return true;
+  }();
+  static constexpr bool axes_static = [] {
+    if constexpr (axes_in_mesh) return found::check_static();
+    else return true;
+  }();
   // (if constexpr: a consteval call is evaluated even on the dead side of ||)
   static constexpr bool every_axis_used = [] {
     if constexpr (axes_in_mesh && axes_distinct) return found::check_mesh_axes(std::make_index_sequence<Mesh::rank>{});
     else return true;
   }();
 
-  // ---- degrees ----
+  /// The parts the rank layout runs: the written ones, plus the implicit data-parallel part.
+  using parts = typename detail::layout_parts<Mesh, written_parts>::type;
+
+ private:
+  using layout = detail::strategy_parts<Mesh, parts>;
+  using data_part = detail::first_of_t<detail::family_is<"data_parallel">::template test, detail::no_data_part, Parts...>;
+  using tensor_part = detail::first_of_t<detail::family_is<"tensor_parallel">::template test, detail::no_tensor_part, Parts...>;
+  using pipeline_part = detail::first_of_t<detail::family_is<"pipeline">::template test, detail::no_pipeline_part, Parts...>;
+
+ public:
+  // ---- any part, by family ----
+  /// Whether a part of `Family` is written.
+  template <fixed_string Family>
+  static constexpr bool has_part = found::count_family(Family.view()) >= 1;
+  /// The degree of the part of `Family` (its axis size; 1 when absent, `dynamic` for a
+  /// data-parallel axis sized at run time).
+  template <fixed_string Family>
+  static constexpr std::size_t degree_of = [] {
+    const std::size_t i = layout::find(Family.view());
+    return i == layout::n ? std::size_t{1} : layout::degree(i, dynamic);
+  }();
+  /// The axis of the part of `Family` ("" when absent).
+  template <fixed_string Family>
+  static constexpr std::string_view axis_of = layout::axes[layout::find(Family.view())];
+
+  // ---- the built-in parts, by name ----
+  static constexpr bool has_data_parallel = has_part<"data_parallel">;
+  static constexpr bool has_tensor_parallel = has_part<"tensor_parallel">;
+  static constexpr bool has_pipeline = has_part<"pipeline">;
   /// Name of the data-parallel axis: the data_parallel part's, else the mesh axis without a
   /// part, else "" (no data parallelism: dp = 1).
-  static constexpr std::string_view dp_axis =
-      has_data_parallel ? data_part::axis_name.view()
-                        : (found::first_unused() < Mesh::rank ? Mesh::names[found::first_unused()] : std::string_view{});
+  static constexpr std::string_view dp_axis = axis_of<"data_parallel">;
   /// Names of the tensor and pipeline axes ("" when absent).
-  static constexpr std::string_view tp_axis = tensor_part::axis_name.view();
-  static constexpr std::string_view pp_axis = pipeline_part::axis_name.view();
-  /// Name of the expert-parallel axis ("" when absent).
-  static constexpr std::string_view ep_axis = expert_part::axis_name.view();
+  static constexpr std::string_view tp_axis = axis_of<"tensor_parallel">;
+  static constexpr std::string_view pp_axis = axis_of<"pipeline">;
 
   /// Tensor-parallel degree (1 when absent).
-  static constexpr std::size_t tp = has_tensor_parallel && tensor_axis_static ? found::size_of(tp_axis) : 1;
+  static constexpr std::size_t tp = degree_of<"tensor_parallel"> == dynamic ? 1 : degree_of<"tensor_parallel">;
   /// Pipeline stages (1 when absent).
-  static constexpr std::size_t pp = has_pipeline && pipeline_axis_static ? found::size_of(pp_axis) : 1;
-  /// Expert-parallel degree: ranks of an expert group (1 when absent).
-  static constexpr std::size_t ep = has_expert_parallel && expert_axis_static ? found::size_of(ep_axis) : 1;
+  static constexpr std::size_t pp = degree_of<"pipeline"> == dynamic ? 1 : degree_of<"pipeline">;
   /// Data-parallel degree: the axis size, `dynamic` when the world decides, 1 without the axis.
-  static constexpr std::size_t dp = dp_axis.empty() ? 1 : found::size_of(dp_axis);
+  static constexpr std::size_t dp = degree_of<"data_parallel">;
+  /// Ranks of one data-parallel replica: the product of every other part's degree.
+  static constexpr std::size_t model_ranks = [] {
+    std::size_t r = 1;
+    for (std::size_t i = 0; i < layout::n; ++i)
+      if (layout::families[i] != std::string_view("data_parallel")) r *= layout::degree(i, 1);
+    return r;
+  }();
   /// Ranks in the job (`dynamic` when dp is).
-  static constexpr std::size_t world_size = dp == dynamic ? dynamic : dp * tp * pp * ep;
+  static constexpr std::size_t world_size = dp == dynamic ? dynamic : dp * model_ranks;
 
-  // ---- the parts' settings ----
+  // ---- the built-in parts' settings ----
   static constexpr std::size_t zero_stage = data_part::zero_stage;
   static constexpr std::size_t bucket_bytes = data_part::bucket_bytes;
   static constexpr bool sequence_parallel = tensor_part::sequence_parallel;
@@ -473,32 +683,76 @@ struct strategy {
 
   // ---- the schedule's own checks (micro-batches against stages), once the part is sound ----
   static constexpr bool schedule_ok = [] {
-    if constexpr (has_pipeline && pipeline_part::valid && pipeline_axis_static && pipeline_axis_in_mesh)
+    if constexpr (has_pipeline && pipeline_part::valid && axes_static && axes_in_mesh)
       return detail::pipeline_checks<schedule_type, pp, microbatches>::ok;
     else
       return true;
   }();
 
   /// All checks passed.
-  static constexpr bool valid = parts_known && parts_once && axes_in_mesh && axes_distinct && tensor_axis_static &&
-                                pipeline_axis_static && expert_axis_static && every_axis_used && schedule_ok;
+  static constexpr bool valid = parts_known && parts_sound && options_once && parts_once && fits_coords &&
+                                axes_in_mesh && axes_distinct && axes_static && every_axis_used && schedule_ok;
 
   // ---- rank layout ----
   /// Data-parallel degree in a job of `world` ranks (0 when `world` does not fit the mesh).
   static constexpr std::size_t dp_size(std::size_t world) noexcept {
-    constexpr std::size_t model_ranks = tp * pp * ep;  // ranks of one data-parallel replica
     if (dp != dynamic) return world == dp * model_ranks ? dp : 0;
     return world % model_ranks == 0 ? world / model_ranks : 0;
   }
-  /// Mesh coordinates of `rank` when the data-parallel degree is `dp_n`:
+  /// Mesh coordinates of `rank` when the data-parallel degree is `dp_n`: a mixed radix over the
+  /// parts, the lowest rank_order fastest. With the built-in parts and expert_parallel:
   /// rank = ((pp·dp_n + dp)·ep + ep_index)·tp + tp_index.
-  static constexpr rank_coords coords(std::size_t rank, std::size_t dp_n) noexcept {
-    return {rank / (tp * ep * dp_n), (rank / (tp * ep)) % dp_n, rank % tp, (rank / tp) % ep};
-  }
+  static constexpr rank_coords coords(std::size_t rank, std::size_t dp_n) noexcept { return layout::coords(rank, dp_n); }
   /// The rank at mesh coordinates `c` (inverse of coords).
-  static constexpr std::size_t rank_of(rank_coords c, std::size_t dp_n) noexcept {
-    return ((c.pp * dp_n + c.dp) * ep + c.ep) * tp + c.tp;
+  static constexpr std::size_t rank_of(const rank_coords& c, std::size_t dp_n) noexcept { return layout::rank_of(c, dp_n); }
+  /// Shards of the global batch: the product of the degrees of the parts that split data.
+  static constexpr std::size_t data_shards(std::size_t dp_n) noexcept { return layout::data_shards(dp_n); }
+  /// The shard rank `c` reads (a mixed radix over the parts that split data).
+  static constexpr std::size_t data_rank(const rank_coords& c, std::size_t dp_n) noexcept { return layout::data_rank(c, dp_n); }
+  /// A colour shared by exactly the ranks that differ from `c` only along the axis of the part
+  /// of `family` (for communicator::split; the key is c[family]).
+  static constexpr std::size_t group_color(const rank_coords& c, std::string_view family, std::size_t dp_n) noexcept {
+    return layout::group_color(c, family, dp_n);
   }
+
+  // ---- the parts' hooks ----
+ private:
+  template <class Model, class List>
+  struct fold_rank_model;
+  template <class Model>
+  struct fold_rank_model<Model, detail::type_list<>> {
+    using type = Model;
+  };
+  template <class Model, class P, class... Ps>
+  struct fold_rank_model<Model, detail::type_list<P, Ps...>> {
+    using mapped = typename detail::apply_rank_model<Model, P, degree_of<P::family> == dynamic ? 1 : degree_of<P::family>>::type;
+    using type = typename fold_rank_model<mapped, detail::type_list<Ps...>>::type;
+  };
+  template <class Model, class List>
+  struct model_fits;
+  template <class Model, class... Ps>
+  struct model_fits<Model, detail::type_list<Ps...>> {
+    static constexpr bool value =
+        (detail::part_fits_model<Ps, Model, degree_of<Ps::family> == dynamic ? 1 : degree_of<Ps::family>>() && ... && true);
+  };
+  template <class Comm, class List>
+  struct comm_fits;
+  template <class Comm, class... Ps>
+  struct comm_fits<Comm, detail::type_list<Ps...>> {
+    static constexpr bool value = (detail::part_takes_communicator<Ps, Comm>() && ... && true);
+  };
+
+ public:
+  /// The model one rank holds: `Model` through each part's rank_model (in the order written).
+  template <class Model>
+  using rank_model = typename fold_rank_model<Model, written_parts>::type;
+  /// Every part's model_check of `Model` (their static_asserts report at the plan).
+  template <class Model>
+  static constexpr bool fits_model = model_fits<Model, written_parts>::value;
+  /// Every part takes a communicator of type `Comm` (each part's communicator_check; its
+  /// static_assert says what is missing, once).
+  template <class Comm>
+  static constexpr bool takes_communicator = comm_fits<Comm, written_parts>::value;
 };
 
 /// Satisfied by `strategy<Mesh, Parts...>`.

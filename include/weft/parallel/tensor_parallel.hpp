@@ -496,39 +496,45 @@ struct tensor_parallel_plan {
 ///   vocab   the first axis cut into tp contiguous runs
 ///   row     the last axis cut into tp contiguous runs
 ///   replicated  the whole parameter
-inline std::vector<std::size_t> shard_indices(const param_info& whole, std::size_t tp, std::size_t rank) {
-  std::vector<std::size_t> idx;
+/// `f` receives the indices one at a time, in shard order (initialise_shards keeps no index
+/// vector: a vocabulary shard's takes 8 bytes an element, twice the shard's own f32 bytes).
+template <class F>
+void for_each_shard_index(const param_info& whole, std::size_t tp, std::size_t rank, F&& f) {
   const auto bad = [&](const char* what) {
     return std::invalid_argument("weft::shard_indices: " + whole.name + ": " + what + " is not divisible by tp " +
                                  std::to_string(tp) + ". Choose a tp that divides it.");
   };
   if (whole.tp_role == role::replicated || tp == 1 || whole.shape.empty()) {
-    idx.resize(whole.size);
-    for (std::size_t i = 0; i < whole.size; ++i) idx[i] = i;
-    return idx;
+    for (std::size_t i = 0; i < whole.size; ++i) f(i);
+    return;
   }
   const std::size_t first = whole.shape.front(), last = whole.shape.back();
   if (whole.tp_role == role::row) {
     if (last % tp) throw bad("the in axis");
     const std::size_t part = last / tp, outer = whole.size / last;
-    idx.reserve(whole.size / tp);
     for (std::size_t o = 0; o < outer; ++o)
-      for (std::size_t c = 0; c < part; ++c) idx.push_back(o * last + rank * part + c);
-    return idx;
+      for (std::size_t c = 0; c < part; ++c) f(o * last + rank * part + c);
+    return;
   }
   // column and vocab: whole rows of the first axis
   const std::size_t inner = whole.size / first;
   std::vector<std::size_t> segments = whole.tp_role == role::column ? whole.segments : std::vector<std::size_t>{};
   if (segments.empty()) segments.push_back(first);
-  idx.reserve(whole.size / tp);
   std::size_t start = 0;
   for (std::size_t w : segments) {
     if (w % tp) throw bad(whole.tp_role == role::vocab ? "the vocabulary" : "the out axis (or a packed segment)");
     const std::size_t part = w / tp;
     for (std::size_t r = start + rank * part; r < start + (rank + 1) * part; ++r)
-      for (std::size_t i = 0; i < inner; ++i) idx.push_back(r * inner + i);
+      for (std::size_t i = 0; i < inner; ++i) f(r * inner + i);
     start += w;
   }
+}
+
+/// The indices of for_each_shard_index, as a vector.
+inline std::vector<std::size_t> shard_indices(const param_info& whole, std::size_t tp, std::size_t rank) {
+  std::vector<std::size_t> idx;
+  idx.reserve(whole.tp_role == role::replicated || tp == 1 || whole.shape.empty() ? whole.size : whole.size / tp);
+  for_each_shard_index(whole, tp, rank, [&](std::size_t i) { idx.push_back(i); });
   return idx;
 }
 

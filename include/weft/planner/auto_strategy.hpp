@@ -14,7 +14,8 @@
 #include "weft/parallel/batch.hpp"       // batch, micro, seq
 #include "weft/parallel/mesh.hpp"        // mesh
 #include "weft/parallel/plan.hpp"        // plan, precision
-#include "weft/parallel/strategy.hpp"    // strategy, tensor_parallel, pipeline, expert_parallel, data_parallel, zero, recompute
+#include "weft/parallel/expert_parallel.hpp"  // expert_parallel
+#include "weft/parallel/strategy.hpp"    // strategy, tensor_parallel, pipeline, data_parallel, zero, recompute
 #include "weft/planner/cluster.hpp"      // cluster_type
 #include "weft/planner/model_desc.hpp"   // describe, strategy_desc
 #include "weft/planner/search.hpp"       // search, search_options
@@ -55,22 +56,24 @@ struct strategy_of {
   using type =
       weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>>, tensor_part_of<S>,
                      weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
-                     weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<recompute_of<S>>>;
+                     weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>,
+                     weft::recompute<recompute_of<S>>>;
 };
-// With expert parallelism: an "ep" axis and expert_parallel<"ep">. strategy<> does not combine
-// expert_parallel with pipeline<> (yet), so with one stage there is no pipeline part (its
-// micro-batches are the step's gradient accumulation, chosen.microbatches); with several the
-// pipeline stays and strategy<> says why it cannot run (the search offers pp > 1 with ep > 1
-// only under allow_expert_pipeline).
+// With expert parallelism: an "ep" axis and expert_parallel<"ep">. With one stage there is no
+// pipeline part (its micro-batches are the step's gradient accumulation, chosen.microbatches);
+// with several the pipeline stays (the search offers pp > 1 with ep > 1 only under
+// allow_expert_pipeline).
 template <strategy_desc S>
 struct strategy_of<S, true> {
   using type = std::conditional_t<
       (S.pp > 1),
       weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>, weft::axis<"ep", S.ep>>,
                      tensor_part_of<S>, weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
-                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<recompute_of<S>>>,
+                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>,
+                     weft::recompute<recompute_of<S>>>,
       weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"ep", S.ep>>, tensor_part_of<S>,
-                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>>, weft::recompute<recompute_of<S>>>>;
+                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>,
+                     weft::recompute<recompute_of<S>>>>;
 };
 }  // namespace detail
 

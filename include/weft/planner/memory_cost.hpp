@@ -8,7 +8,7 @@
 // so the peak is one of these two (tests/planner/test_memory_cost.cpp checks the numbers
 // against plan<...>::memory_per_rank; tests/planner/test_moe_search.cpp for mixtures of experts,
 // with and without expert parallelism).
-#include "weft/parallel/memory_model.hpp"  // zero_model_states, layer_activation_bytes, peak_activation_sets, stage_memory
+#include "weft/parallel/memory_model.hpp"  // zero_model_states, comm_buffer_bytes, layer_activation_bytes, peak_activation_sets, stage_memory
 #include "weft/planner/model_desc.hpp"     // model_desc, strategy_desc, precision_desc
 
 #include <algorithm>
@@ -64,6 +64,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   m.grad_bytes = ms.grads;
   m.optimizer_bytes = ms.optimizer;
   m.working_bytes = zero_working_bytes(m.params, p.states, s.zero);
+  m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, s.dp, s.bucket_bytes);
   const std::size_t per_chunk = md.depth / (s.pp * v);
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;

@@ -10,7 +10,7 @@
 #include "weft/parallel/memory_model.hpp"  // state_bytes, detail::kv_heads_of, detail::ffn_of, detail::dropout_mask_bytes_of
 #include "weft/parallel/partition.hpp"     // model_partition
 #include "weft/parallel/schedule.hpp"      // schedule_kind
-#include "weft/parallel/strategy.hpp"      // recompute_kind
+#include "weft/parallel/strategy.hpp"      // recompute_kind, single_rank_strategy
 
 #include <cstddef>
 
@@ -224,6 +224,7 @@ struct strategy_desc {
   std::size_t microbatches = 1;  ///< per step (M); with pp == 1, gradient accumulation
   recompute_kind recompute = recompute_kind::none;
   std::size_t ep = 1;            ///< expert-parallel ranks (between tp and dp in rank order; > 1 only for MoE models)
+  std::size_t bucket_bytes = single_rank_strategy::bucket_bytes;  ///< data_parallel's gradient buckets (its default)
   constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep; }
   friend constexpr bool operator==(const strategy_desc&, const strategy_desc&) = default;
 };

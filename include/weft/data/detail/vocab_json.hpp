@@ -1,10 +1,14 @@
 #pragma once
-// ---- vocab_json: the one JSON shape a BPE vocabulary uses, read without a JSON library ----
+// ---- vocab_json: the one JSON shape a BPE vocabulary uses, read with nlohmann-json ----
 // vocab.json (Hugging Face) / encoder.json (OpenAI) is a single flat object of string keys and
-// non-negative integer values: {"!": 0, "\"": 1, ..., "<|endoftext|>": 50256}. This reader
-// accepts exactly that (with any JSON whitespace and string escapes, \uXXXX surrogate pairs
-// included) and reports anything else as one line with the byte offset.
+// non-negative integer values: {"!": 0, "\"": 1, ..., "<|endoftext|>": 50256}. nlohmann-json
+// (Debian nlohmann-json3-dev, as weft/io/ uses) does the grammar, escapes and UTF-8; a SAX
+// handler takes the pairs in file order without building a document (GPT-2's has 50257) and
+// stops at the first value of any other shape. Errors are one line; a syntax error gives the
+// byte offset.
 #include "weft/data/data_error.hpp"  // data_error
+
+#include <nlohmann/json.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -17,143 +21,113 @@ namespace weft::detail {
 
 class vocab_json_reader {
  public:
+  using entries = std::vector<std::pair<std::string, std::int64_t>>;
+
   vocab_json_reader(std::string_view text, std::string origin) : s_(text), origin_(std::move(origin)) {}
 
   /// The (key, value) pairs in file order. Throws data_error.
-  std::vector<std::pair<std::string, std::int64_t>> read() {
-    std::vector<std::pair<std::string, std::int64_t>> out;
-    skip_ws();
-    expect('{');
-    skip_ws();
-    if (peek() == '}') {
-      ++i_;
-    } else {
-      for (;;) {
-        skip_ws();
-        std::string key = string();
-        skip_ws();
-        expect(':');
-        skip_ws();
-        const std::int64_t value = integer();
-        out.emplace_back(std::move(key), value);
-        skip_ws();
-        if (peek() == ',') {
-          ++i_;
-          continue;
-        }
-        expect('}');
-        break;
-      }
-    }
-    skip_ws();
-    if (i_ != s_.size()) fail("unexpected text after the closing '}'");
-    return out;
+  entries read() {
+    // nlohmann ends the text at a NUL byte as if it were the end; the file does not.
+    if (const std::size_t nul = s_.find('\0'); nul != std::string_view::npos) fail("NUL byte", nul);
+    handler h{*this};
+    if (!nlohmann::json::sax_parse(s_.data(), s_.data() + s_.size(), &h, nlohmann::json::input_format_t::json, true))
+      fail(h.what, h.offset);
+    return std::move(out_);
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw data_error("weft::bpe_tokenizer: '" + origin_ + "': invalid vocabulary JSON at byte " + std::to_string(i_) +
-                     ": " + what + " (expected one object of \"token\": id pairs).");
-  }
-  char peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void expect(char c) {
-    if (i_ >= s_.size()) fail(std::string("the text ends where '") + c + "' was expected");
-    if (s_[i_] != c) fail(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  void skip_ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
+  static constexpr std::size_t no_offset = static_cast<std::size_t>(-1);
+
+  [[noreturn]] void fail(const std::string& what, std::size_t offset = no_offset) const {
+    const std::string at = offset == no_offset ? "" : " at byte " + std::to_string(offset);
+    throw data_error("weft::bpe_tokenizer: '" + origin_ + "': invalid vocabulary JSON" + at + ": " + what +
+                     " (expected one object of \"token\": id pairs).");
   }
 
-  std::int64_t integer() {
-    const std::size_t start = i_;
-    std::int64_t v = 0;
-    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
-      v = v * 10 + (s_[i_] - '0');
-      if (v > (std::int64_t{1} << 40)) fail("token id too large");
-      ++i_;
+  // Where the first value starts: after a UTF-8 byte order mark (nlohmann skips it) and whitespace.
+  std::size_t first_value_offset() const {
+    std::size_t i = s_.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+    while (i < s_.size() && (s_[i] == ' ' || s_[i] == '\n' || s_[i] == '\r' || s_[i] == '\t')) ++i;
+    return i;
+  }
+
+  // ---- nlohmann's SAX interface: one call per token; false stops the parse ----
+  struct handler {
+    using json = nlohmann::json;
+    using number_integer_t = json::number_integer_t;
+    using number_unsigned_t = json::number_unsigned_t;
+    using number_float_t = json::number_float_t;
+    using string_t = json::string_t;
+    using binary_t = json::binary_t;
+
+    explicit handler(vocab_json_reader& reader) : r(reader) {}
+
+    vocab_json_reader& r;
+    int depth = 0;      // 0 before the object, 1 inside it, -1 after it
+    std::string name;   // the key whose value comes next
+    std::string what;   // the error, when a call returned false
+    std::size_t offset = no_offset;
+
+    bool start_object(std::size_t) {
+      if (depth != 0) return not_an_id("an object");
+      depth = 1;
+      return true;
     }
-    if (i_ == start) fail("expected a non-negative integer token id");
-    return v;
-  }
-
-  unsigned hex4() {
-    if (i_ + 4 > s_.size()) fail("truncated \\u escape");
-    unsigned v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char c = s_[i_++];
-      v <<= 4;
-      if (c >= '0' && c <= '9') v |= static_cast<unsigned>(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= static_cast<unsigned>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= static_cast<unsigned>(c - 'A' + 10);
-      else fail("bad hex digit in \\u escape");
+    bool end_object() {
+      depth = -1;
+      return true;
     }
-    return v;
-  }
-
-  static void put_utf8(std::string& out, std::uint32_t cp) {
-    if (cp < 0x80) {
-      out.push_back(static_cast<char>(cp));
-    } else if (cp < 0x800) {
-      out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else if (cp < 0x10000) {
-      out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-    } else {
-      out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-      out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    bool key(string_t& k) {
+      name = std::move(k);
+      return true;
     }
-  }
+    bool number_unsigned(number_unsigned_t id) {
+      if (depth != 1) return not_an_object();
+      if (id > (std::uint64_t{1} << 31) - 1)
+        return stop("token id " + std::to_string(id) + " of \"" + name + "\" does not fit in int32");
+      r.out_.emplace_back(std::move(name), static_cast<std::int64_t>(id));
+      return true;
+    }
+    bool number_integer(number_integer_t) { return not_an_id("a negative number"); }
+    bool number_float(number_float_t, const string_t&) { return not_an_id("a number that is not an integer"); }
+    bool null() { return not_an_id("null"); }
+    bool boolean(bool) { return not_an_id("a boolean"); }
+    bool string(string_t&) { return not_an_id("a string"); }
+    bool binary(binary_t&) { return not_an_id("binary data"); }  // not produced by the JSON parser
+    bool start_array(std::size_t) { return not_an_id("an array"); }
+    bool end_array() { return true; }  // unreachable: start_array stops the parse
 
-  std::string string() {
-    expect('"');
-    std::string out;
-    for (;;) {
-      if (i_ >= s_.size()) fail("unterminated string");
-      const char c = s_[i_++];
-      if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character in a string");
-      if (c != '\\') {
-        out.push_back(c);
-        continue;
+    // A syntax error found by nlohmann: its message without the "[json.exception...] parse
+    // error at line 1, column 9: " prefix (the offset says where) and without the "; last
+    // read: '...'" echo of the bad token (raw bytes that may not be UTF-8).
+    bool parse_error(std::size_t position, const std::string&, const json::exception& e) {
+      offset = position > 0 ? position - 1 : 0;  // nlohmann counts from 1
+      if (depth == -1) return stop("unexpected text after the closing '}'", offset);
+      std::string_view m = e.what();
+      if (const std::size_t colon = m.find(": "); colon != std::string_view::npos) m.remove_prefix(colon + 2);
+      std::string w(m);
+      if (const std::size_t echo = w.find("; last read: '"); echo != std::string::npos) {
+        const std::size_t expected = w.rfind("; expected ");
+        w.erase(echo, (expected != std::string::npos && expected > echo ? expected : w.size()) - echo);
       }
-      if (i_ >= s_.size()) fail("unterminated escape");
-      const char e = s_[i_++];
-      switch (e) {
-        case '"': out.push_back('"'); break;
-        case '\\': out.push_back('\\'); break;
-        case '/': out.push_back('/'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
-        case 'u': {
-          std::uint32_t cp = hex4();
-          if (cp >= 0xD800 && cp <= 0xDBFF) {  // high surrogate: a low one must follow
-            if (i_ + 2 > s_.size() || s_[i_] != '\\' || s_[i_ + 1] != 'u') fail("lone high surrogate");
-            i_ += 2;
-            const std::uint32_t lo = hex4();
-            if (lo < 0xDC00 || lo > 0xDFFF) fail("bad low surrogate");
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            fail("lone low surrogate");
-          }
-          put_utf8(out, cp);
-          break;
-        }
-        default: fail(std::string("unknown escape \\") + e);
-      }
+      return stop(std::move(w), offset);
     }
-  }
+
+    bool stop(std::string w, std::size_t at = no_offset) {
+      what = std::move(w);
+      offset = at;
+      return false;
+    }
+    bool not_an_object() { return stop("expected '{'", r.first_value_offset()); }
+    bool not_an_id(const char* kind) {
+      if (depth != 1) return not_an_object();
+      return stop("expected a non-negative integer token id for \"" + name + "\", not " + kind);
+    }
+  };
 
   std::string_view s_;
   std::string origin_;
-  std::size_t i_ = 0;
+  entries out_;
 };
 
 }  // namespace weft::detail

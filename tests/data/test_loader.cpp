@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,6 @@
 #pragma once
-// A fresh directory under the system temp dir, removed with everything in it at scope end.
+// Test helpers shared by areas (io, data): a fresh directory under the system temp dir, removed
+// with everything in it at scope end, and byte-exact file writing.
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -14,7 +15,7 @@ namespace weft_test {
 class temp_dir {
  public:
   temp_dir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "weft_train_XXXXXX").string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "weft_test_XXXXXX").string();
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
     path_ = tmpl;
   }

@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <cstdint>
 #include <string>

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <cmath>
 #include <cstdint>

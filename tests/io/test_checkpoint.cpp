@@ -13,7 +13,7 @@
 #include <weft/data/token_buffer.hpp>
 #include <weft/exec/training_step.hpp>
 
-#include "temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 

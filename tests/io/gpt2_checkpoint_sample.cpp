@@ -1,5 +1,5 @@
 // Sample program for the GPT-2 checkpoint cross-check against the reference layout of Hugging Face
-// transformers (tests/train/gpt2_checkpoint_crosscheck.py runs it; see docs/checkpoints.md).
+// transformers (tests/io/gpt2_checkpoint_crosscheck.py runs it; see docs/checkpoints.md).
 //
 //   gpt2_checkpoint_sample save <dir>
 //       trains a tiny gpt for 2 deterministic steps, then writes

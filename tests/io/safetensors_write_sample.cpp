@@ -1,5 +1,5 @@
 // Sample program for the safetensors cross-check against the reference implementation
-// (tests/train/safetensors_crosscheck.py runs it; see docs/checkpoints.md).
+// (tests/io/safetensors_crosscheck.py runs it; see docs/checkpoints.md).
 //
 //   safetensors_write_sample write <path>   writes the tensors below with weft's writer; the
 //                                           Python side loads them with the `safetensors` package

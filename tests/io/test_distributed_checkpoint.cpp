@@ -4,7 +4,7 @@
 // keep_last rotation; and every damage — a corrupted byte, a truncated file, another model, a
 // missing manifest — is one checkpoint_error line naming the file or tensor, with the step
 // unchanged. (Resharding across strategies and a save killed half-way: tests/mpi/checkpoint_resume.cpp.)
-#include "temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 #include <weft/comm/single.hpp>

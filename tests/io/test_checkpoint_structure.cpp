@@ -10,7 +10,7 @@
 #include <weft/io/safetensors.hpp>
 #include <weft/exec/training_step.hpp>
 
-#include "temp_dir.hpp"
+#include "../common/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,0 +1,27 @@
+# Program-running tests of weft/io (docs/checkpoints.md), included by tests/CMakeLists.txt.
+# Cross-checks against the reference implementations (Python); they keep the train.* names and
+# label they had when they lived in tests/train:
+#   train.safetensors_crosscheck      weft's safetensors reader/writer against the PyPI
+#                                     `safetensors` package
+#   train.gpt2_checkpoint_crosscheck  weft's gpt checkpoints against transformers' GPT-2 names,
+#                                     Conv1D layouts and forward pass
+# Both exit 77 (skip) without numpy/safetensors.
+add_executable(safetensors_write_sample ${CMAKE_CURRENT_LIST_DIR}/safetensors_write_sample.cpp)
+target_link_libraries(safetensors_write_sample PRIVATE weft::weft)
+add_executable(gpt2_checkpoint_sample ${CMAKE_CURRENT_LIST_DIR}/gpt2_checkpoint_sample.cpp)
+target_link_libraries(gpt2_checkpoint_sample PRIVATE weft::host)
+
+find_program(WEFT_PYTHON python3)
+if(WEFT_PYTHON)
+  add_test(NAME train.safetensors_crosscheck
+           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/safetensors_crosscheck.py all
+                   $<TARGET_FILE:safetensors_write_sample> ${CMAKE_CURRENT_BINARY_DIR}/safetensors_crosscheck)
+  add_test(NAME train.gpt2_checkpoint_crosscheck
+           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/gpt2_checkpoint_crosscheck.py all
+                   $<TARGET_FILE:gpt2_checkpoint_sample> ${CMAKE_CURRENT_BINARY_DIR}/gpt2_checkpoint_crosscheck)
+  set_tests_properties(train.safetensors_crosscheck train.gpt2_checkpoint_crosscheck PROPERTIES
+                       LABELS train SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
+else()
+  message(STATUS "weft: no python3 - the safetensors and GPT-2 checkpoint cross-checks are skipped")
+endif()
