@@ -260,10 +260,7 @@ int train(const options& o) {
   training_step<Plan> step(topt);
   batch_sampler<B, S> sampler(parts.train, o.seed);
   eval_batches<B, S> val(parts.validation);
-  if constexpr (Plan::mixed_precision) {
-    if (!o.resume.empty() || !o.checkpoint.empty())
-      std::printf("note: checkpoints are not written or read under --precision %s yet\n", o.precision.c_str());
-  } else if (!o.resume.empty()) {
+  if (!o.resume.empty()) {  // under --precision bf16/f16: the f32 master and moments (docs/checkpoints.md)
     const checkpoint_state cs = load_checkpoint(step, o.resume);
     sampler.set_state(cs.sampler);
     std::printf("resumed from %s at step %zu\n", o.resume.c_str(), step.step_count());
@@ -284,15 +281,13 @@ int train(const options& o) {
   };
 
   // ---- long jobs: checkpoints to roll back to, the spike guard, preemption ----
-  constexpr bool can_checkpoint = !Plan::mixed_precision;
+  // Every precision checkpoints: under bf16/f16 the files hold the f32 master weights and moments.
   std::string last_checkpoint = o.resume;  // where a rollback goes: the newest checkpoint of this job
   auto save = [&](const char* why) {
-    if constexpr (can_checkpoint) {
-      if (o.checkpoint.empty()) return;
-      save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
-      last_checkpoint = o.checkpoint;
-      if (!o.quiet && why) std::printf("checkpoint (%s): %s at step %zu\n", why, o.checkpoint.c_str(), step.step_count());
-    }
+    if (o.checkpoint.empty()) return;
+    save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
+    last_checkpoint = o.checkpoint;
+    if (!o.quiet && why) std::printf("checkpoint (%s): %s at step %zu\n", why, o.checkpoint.c_str(), step.step_count());
   };
   if (o.checkpoint_every && last_checkpoint.empty()) save(nullptr);  // a rollback target from the start
   std::optional<spike_guard> guard;
@@ -330,21 +325,19 @@ int train(const options& o) {
       consecutive_skips = 0;
     }
     if (spike && guard->last() == spike_decision::rollback) {
-      if constexpr (can_checkpoint) {
-        if (!last_checkpoint.empty()) {
-          // example-begin rollback
-          // Weights, moments and step count from the checkpoint; the data position stays where it
-          // is, past the bad batches (PaLM's remedy: restart earlier, skip the data that spiked).
-          const sampler_state here = sampler.state();
-          load_checkpoint(step, last_checkpoint);
-          sampler.set_state(here);
-          // example-end rollback
-          rolled_back = true;
-          ++rollbacks;
-          std::printf("rollback %zu: %zu spikes in a row; restored step %zu from %s, data continues at position %llu\n",
-                      rollbacks, o.spike.rollback_after, step.step_count(), last_checkpoint.c_str(),
-                      static_cast<unsigned long long>(sampler.step()));
-        }
+      if (!last_checkpoint.empty()) {
+        // example-begin rollback
+        // Weights, moments and step count from the checkpoint; the data position stays where it
+        // is, past the bad batches (PaLM's remedy: restart earlier, skip the data that spiked).
+        const sampler_state here = sampler.state();
+        load_checkpoint(step, last_checkpoint);
+        sampler.set_state(here);
+        // example-end rollback
+        rolled_back = true;
+        ++rollbacks;
+        std::printf("rollback %zu: %zu spikes in a row; restored step %zu from %s, data continues at position %llu\n",
+                    rollbacks, o.spike.rollback_after, step.step_count(), last_checkpoint.c_str(),
+                    static_cast<unsigned long long>(sampler.step()));
       }
       if (!rolled_back) std::printf("rollback asked for, but there is no checkpoint (--checkpoint-every N); going on\n");
     }
@@ -372,18 +365,13 @@ int train(const options& o) {
       // Stopped between steps: the checkpoint holds everything --resume needs (weights,
       // moments, step count, sampler position), so the resumed run equals an uninterrupted one.
       if (tty) std::printf("\n");
-      if constexpr (can_checkpoint) {
-        save(nullptr);
-        if (o.checkpoint.empty())
-          std::printf("preempted by signal %d after step %zu (no checkpoint: --checkpoint '')\n", preemption::signal(),
-                      step.step_count());
-        else
-          std::printf("preempted by signal %d after step %zu: checkpoint %s; continue with --resume %s\n",
-                      preemption::signal(), step.step_count(), o.checkpoint.c_str(), o.checkpoint.c_str());
-      } else {
-        std::printf("preempted by signal %d after step %zu (no checkpoint under --precision %s)\n",
-                    preemption::signal(), step.step_count(), o.precision.c_str());
-      }
+      save(nullptr);
+      if (o.checkpoint.empty())
+        std::printf("preempted by signal %d after step %zu (no checkpoint: --checkpoint '')\n", preemption::signal(),
+                    step.step_count());
+      else
+        std::printf("preempted by signal %d after step %zu: checkpoint %s; continue with --resume %s\n",
+                    preemption::signal(), step.step_count(), o.checkpoint.c_str(), o.checkpoint.c_str());
       if (log) std::fclose(log);
       return 0;
     }
@@ -398,11 +386,9 @@ int train(const options& o) {
   if (val_loss < 0) val_loss = validate();
   if (log) std::fclose(log);
 
-  if constexpr (!Plan::mixed_precision) {
-    if (!o.checkpoint.empty()) {
-      save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
-      std::printf("checkpoint: %s (model.safetensors, optimizer.safetensors, config.json)\n", o.checkpoint.c_str());
-    }
+  if (!o.checkpoint.empty()) {
+    save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
+    std::printf("checkpoint: %s (model.safetensors, optimizer.safetensors, config.json)\n", o.checkpoint.c_str());
   }
   if (o.sample_chars > 0) {
     std::printf("---- sample ----\n%s\n----------------\n",

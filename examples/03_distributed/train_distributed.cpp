@@ -54,6 +54,12 @@ using pp2 = plan<model, micro_batch,
 using tp2_pp2 = plan<model, micro_batch,
                      strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
                               pipeline<"pp", one_f_one_b, microbatches<4>>, data_parallel<"dp", zero<1>>>>;
+// Mixed precision: bf16 parameters, gradients and activations, f32 master weights and moments
+// (sharded by ZeRO), f32 norm statistics; checkpoints hold the f32 master.
+using zero1_bf16 = plan<model, micro_batch, precision<bf16, f32>, strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<1>>>>;
+using tp2_pp2_bf16 = plan<model, micro_batch, precision<bf16, f32>,
+                          strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
+                                   pipeline<"pp", one_f_one_b, microbatches<4>>, data_parallel<"dp", zero<1>>>>;
 // example-end strategies
 
 // ---- the presets: a type list; --help and the dispatch are both written from it ----
@@ -75,7 +81,9 @@ using presets = std::tuple<
     preset<"pp2-gpipe", pp2<gpipe, 4>, "2 pipeline stages, GPipe, 4 micro-batches, x dp">,
     preset<"pp2-1f1b", pp2<one_f_one_b, 4>, "2 pipeline stages, 1F1B, 4 micro-batches, x dp">,
     preset<"pp2-interleaved", pp2<interleaved<2>, 4>, "2 stages x 2 chunks, interleaved 1F1B, x dp">,
-    preset<"tp2-pp2", tp2_pp2, "tp 2 x pp 2 (1F1B) x dp with ZeRO-1 (8 ranks: dp 2)">>;
+    preset<"tp2-pp2", tp2_pp2, "tp 2 x pp 2 (1F1B) x dp with ZeRO-1 (8 ranks: dp 2)">,
+    preset<"zero1-bf16", zero1_bf16, "ZeRO-1 in bf16 with f32 master weights and moments">,
+    preset<"tp2-pp2-bf16", tp2_pp2_bf16, "tp 2 x pp 2 x dp (ZeRO-1) in bf16, f32 master weights">>;
 // example-end presets
 
 struct options {

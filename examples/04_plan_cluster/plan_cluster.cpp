@@ -367,11 +367,14 @@ void print_text(const report& r) {
     const candidate& b = r.result.best();
     std::printf("chosen: %s\n", strategy_text(b.strategy).c_str());
     std::printf("(%zu strategies priced, %zu fit, over %zu splits)\n", r.result.evaluated, r.result.feasible, r.result.layouts);
-    std::printf("\nper-GPU memory by pipeline stage (GB):\n  %5s %9s %9s %9s %11s %9s %9s\n", "stage", "params", "grads",
-                "optimizer", "activations", "total", "free");
+    // working: ZeRO's whole-size gradient and gathered-parameter buffers; comm: the collectives'
+    // temporaries in flight (gradient buckets). total = the columns before it.
+    std::printf("\nper-GPU memory by pipeline stage (GB):\n  %5s %9s %9s %9s %9s %11s %9s %9s %9s\n", "stage", "params",
+                "grads", "optimizer", "working", "activations", "comm", "total", "free");
     for (const stage_memory& m : r.stages)
-      std::printf("  %5zu %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f\n", m.stage, m.param_bytes / 1e9, m.grad_bytes / 1e9,
-                  m.optimizer_bytes / 1e9, m.activations_total() / 1e9, m.total() / 1e9, (limit - static_cast<double>(m.total())) / 1e9);
+      std::printf("  %5zu %9.2f %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f %9.2f\n", m.stage, m.param_bytes / 1e9,
+                  m.grad_bytes / 1e9, m.optimizer_bytes / 1e9, m.working_bytes / 1e9, m.activations_total() / 1e9,
+                  m.comm_bytes / 1e9, m.total() / 1e9, (limit - static_cast<double>(m.total())) / 1e9);
     std::printf("\nstep %.3f s, by bottleneck:\n", b.cost.step_seconds);
     for (const cost_item& i : b.cost.items)
       std::printf("  %-30s %9.3f s %6.1f%%%s\n", cost_part_name(i.part), i.seconds, 100 * i.seconds / b.cost.step_seconds,

@@ -41,6 +41,8 @@ using gpt_f32 = plan<gpt_tiny, batch<micro<2>, seq<8>>>;
 using gpt_f64 = plan<gpt_tiny, batch<micro<2>, seq<8>>, precision<double>>;
 using gpt_wide_f32 = plan<gpt_wide, batch<micro<2>, seq<8>>>;
 using llama_f32 = plan<llama_tiny, batch<micro<2>, seq<8>>>;
+using gpt_bf16 = plan<gpt_tiny, batch<micro<2>, seq<8>>, precision<bf16, f32>>;
+using gpt_f16 = plan<gpt_tiny, batch<micro<2>, seq<8>>, precision<f16, f32>>;
 
 // ---- helpers ----
 
@@ -130,9 +132,14 @@ void check_bit_identical_resume(train_options o, std::size_t n) {
   CHECK(resumed.step_count() == straight.step_count());
   CHECK(sampler.state() == straight_sampler.state());
   using T = typename Plan::value_type;
+  using M = typename Plan::master_type;  // moments and master weights (T unless mixed precision)
   CHECK(same_bits<T>(resumed.params(), straight.params()));
-  CHECK(same_bits<T>(resumed.adam_m(), straight.adam_m()));
-  CHECK(same_bits<T>(resumed.adam_v(), straight.adam_v()));
+  CHECK(same_bits<M>(resumed.adam_m(), straight.adam_m()));
+  CHECK(same_bits<M>(resumed.adam_v(), straight.adam_v()));
+  if constexpr (Plan::mixed_precision) CHECK(same_bits<M>(resumed.master(), straight.master()));
+  // The dynamic loss scale (f16) continues too: 1 and inactive otherwise.
+  CHECK(resumed.loss_scale_state().scale() == straight.loss_scale_state().scale());
+  CHECK(resumed.loss_scale_state().good_steps() == straight.loss_scale_state().good_steps());
   // The run did something: the loss moved.
   CHECK(want.loss.back() != want.loss.front());
 }
@@ -215,6 +222,88 @@ TEST_CASE("resume: gpt precision<double>", "[train][checkpoint][resume]") {
 
 TEST_CASE("resume: llama f32", "[train][checkpoint][resume]") {
   check_bit_identical_resume<llama_f32>(scheduled_options(8), 4);
+}
+
+TEST_CASE("resume: gpt precision<bf16, f32> (the f32 master weights and moments are in the files)",
+          "[train][checkpoint][resume][bf16]") {
+  check_bit_identical_resume<gpt_bf16>(scheduled_options(8), 4);
+  // The files are an f32 run's: the master weights as the model's tensors, f32 moments.
+  const token_buffer data = synthetic_tokens(gpt_bf16::vocab_size);
+  weft_test::temp_dir tmp;
+  training_step<gpt_bf16> st(base_options());
+  batch_sampler<2, 8> sampler(data, 3);
+  curve c;
+  run_steps(st, sampler, 2, c);
+  save_checkpoint(st, tmp / "ckpt", checkpoint_state{sampler.state()});
+  const auto model = safetensors_file::open(tmp / "ckpt" / "model.safetensors");
+  const auto opt = safetensors_file::open(tmp / "ckpt" / "optimizer.safetensors");
+  for (const std::string& name : model.names()) CHECK(model.info(name).dtype == "F32");
+  for (const std::string& name : opt.names()) CHECK(opt.info(name).dtype == "F32");
+  const param_info& wte = info_of(st.parameter_infos(), "wte.weight");
+  const auto saved = model.read_as<float>("wte.weight");
+  REQUIRE(saved.size() == wte.size);
+  std::size_t master_equal = 0, rounded_differs = 0;
+  for (std::size_t i = 0; i < wte.size; ++i) {
+    master_equal += saved[i] == st.master()[wte.offset + i];
+    rounded_differs += saved[i] != static_cast<float>(st.params()[wte.offset + i]);
+  }
+  CHECK(master_equal == wte.size);  // the master, not the bf16 copy
+  CHECK(rounded_differs > 0);
+}
+
+TEST_CASE("resume: gpt precision<f16, f32> with its dynamic loss scale", "[train][checkpoint][resume][f16]") {
+  train_options o = scheduled_options(8);
+  o.loss_scale.init_scale = 1024;
+  o.loss_scale.growth_interval = 3;  // the scale doubles after steps 3 and 6: the saved one is not the initial one
+  check_bit_identical_resume<gpt_f16>(o, 4);
+  training_step<gpt_f16> st(o);
+  const token_buffer data = synthetic_tokens(gpt_f16::vocab_size);
+  batch_sampler<2, 8> sampler(data, 3);
+  curve c;
+  run_steps(st, sampler, 4, c);
+  REQUIRE(st.loss_scale_state().scale() == 2048);  // grown once
+  weft_test::temp_dir tmp;
+  save_checkpoint(st, tmp / "ckpt", checkpoint_state{sampler.state()});
+  CHECK(safetensors_file::open(tmp / "ckpt" / "optimizer.safetensors").metadata().at("loss_scale") == "2048");
+  training_step<gpt_f16> fresh(o);
+  CHECK(fresh.loss_scale_state().scale() == 1024);
+  const checkpoint_state cs = load_checkpoint(fresh, tmp / "ckpt");
+  CHECK(cs.loss_scale == 2048);
+  CHECK(fresh.loss_scale_state().scale() == 2048);
+  CHECK(fresh.loss_scale_state().good_steps() == 1);
+}
+
+TEST_CASE("resume across precisions: an f32 checkpoint into precision<bf16, f32>, and back",
+          "[train][checkpoint][resume][bf16]") {
+  const token_buffer data = synthetic_tokens(gpt_f32::vocab_size);
+  weft_test::temp_dir tmp;
+  training_step<gpt_f32> f32_run(base_options());
+  batch_sampler<2, 8> sampler(data, 9);
+  curve c;
+  run_steps(f32_run, sampler, 3, c);
+  save_checkpoint(f32_run, tmp / "f32", checkpoint_state{sampler.state()});
+  train_options other = base_options();
+  other.seed = 99;
+  training_step<gpt_bf16> mixed(other);
+  load_checkpoint(mixed, tmp / "f32");
+  // The master is the f32 run's parameters exactly, the bf16 parameters its rounded copy, the
+  // moments the f32 run's.
+  CHECK(same_bits<float>(mixed.master(), f32_run.params()));
+  CHECK(same_bits<float>(mixed.adam_m(), f32_run.adam_m()));
+  CHECK(same_bits<float>(mixed.adam_v(), f32_run.adam_v()));
+  std::size_t rounded = 0;
+  for (std::size_t i = 0; i < gpt_f32::param_count; ++i)
+    rounded += mixed.params()[i].bits == bf16(f32_run.params()[i]).bits;
+  CHECK(rounded == gpt_f32::param_count);
+  CHECK(mixed.step_count() == 3);
+  // Back: the mixed run's checkpoint loads into f32 with the master as the parameters.
+  run_steps(mixed, sampler, 1, c);
+  save_checkpoint(mixed, tmp / "bf16", checkpoint_state{sampler.state()});
+  training_step<gpt_f32> back(other);
+  load_checkpoint(back, tmp / "bf16");
+  CHECK(same_bits<float>(back.params(), mixed.master()));
+  CHECK(same_bits<float>(back.adam_m(), mixed.adam_m()));
+  CHECK(back.step_count() == 4);
 }
 
 TEST_CASE("resume: the optimizer state matters (weights alone do not continue the curve)",

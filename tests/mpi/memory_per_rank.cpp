@@ -16,8 +16,9 @@
 //   * mixed precision (the *-bf16 presets, precision<bf16, f32>): the same, with bf16
 //     parameters and gradients and f32 master weights and moments (ZeRO's 2 + 2 + 12 bytes per
 //     parameter): the arena's f32 sections under zero<0>, data_parallel_step's f32 shards (and,
-//     under zero<3>, its bf16 parameter shard) from zero<1> on.
-//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16>
+//     under zero<3>, its bf16 parameter shard) from zero<1> on; tp2-bf16 and pp2-bf16: the
+//     f32 master and moments of a tp shard's and a pipeline stage's arena.
+//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
 #include <weft/comm/mpi.hpp>
@@ -65,6 +66,7 @@ void run(mpi_communicator& world, const char* name) {
   // params, grads (+ master under mixed precision, m, v)
   const std::size_t arena_states = n * 2 * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
   const std::size_t planned_states = planned.model_state_bytes() + planned.working_bytes;
+  WEFT_CHECK(arena >= arena_states);  // the arena really holds them (a tp shard's, a stage's too)
   WEFT_CHECK(dp_t::local_step::optimizer_state_in_arena == (zero == 0));
   WEFT_CHECK(dp.moments_m().size() == (zero >= 1 ? dp.shard_size() : 0));
   WEFT_CHECK(dp.master_shard().size() == (zero == 3 || (mixed && zero >= 1) ? dp.shard_size() : 0));
@@ -103,8 +105,8 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "";
   test::require_args(world,
                      argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2", "dp-bf16",
-                                                        "zero1-bf16", "zero2-bf16", "zero3-bf16"}),
-                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16>",
+                                                        "zero1-bf16", "zero2-bf16", "zero3-bf16", "tp2-bf16", "pp2-bf16"}),
+                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>",
                      argc, argv);
   if (preset == "dp") run<plan_of<dp_s<0>>>(world, "dp");
   else if (preset == "zero1") run<plan_of<dp_s<1>>>(world, "zero1");
@@ -116,6 +118,8 @@ int main(int argc, char** argv) {
   else if (preset == "zero1-bf16") run<plan_of<dp_s<1>, mixed>>(world, "zero1-bf16");
   else if (preset == "zero2-bf16") run<plan_of<dp_s<2>, mixed>>(world, "zero2-bf16");
   else if (preset == "zero3-bf16") run<plan_of<dp_s<3>, mixed>>(world, "zero3-bf16");
+  else if (preset == "tp2-bf16") run<plan_of<tp2_s, mixed>>(world, "tp2-bf16");
+  else if (preset == "pp2-bf16") run<plan_of<pp2_s, mixed>>(world, "pp2-bf16");
   else run<plan_of<dp2tp2pp2_s>>(world, "dp2tp2pp2");
   return test::finish(world, ("memory_per_rank " + preset).c_str());
 }

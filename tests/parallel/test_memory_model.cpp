@@ -327,6 +327,15 @@ TEST_CASE("under ZeRO the local arenas hold no optimizer state; the dp step's sh
   // the tensor-parallel shard's arena follows its plan
   STATIC_REQUIRE(moments<tensor_parallel_plan<z0>> == 2 * tensor_parallel_plan<z0>::param_count);
   STATIC_REQUIRE(moments<tensor_parallel_plan<z1>> == 0);
+  // mixed precision: the shard's arena has an f32 master and f32 moments as plan<>'s (none under
+  // ZeRO); a single-type shard's master section is empty
+  using tm0 = tensor_parallel_plan<m0>;
+  using tm1 = tensor_parallel_plan<m1>;
+  STATIC_REQUIRE(tm0::mixed_precision && tm0::section_elements[tm0::master] == tm0::param_count);
+  STATIC_REQUIRE(tm0::section_element_bytes[tm0::master] == 4 && tm0::section_element_bytes[tm0::adam_m] == 4);
+  STATIC_REQUIRE(moments<tm0> == 2 * tm0::param_count && tm0::section_element_bytes[tm0::params] == 2);
+  STATIC_REQUIRE(tm1::section_elements[tm1::master] == 0 && moments<tm1> == 0);
+  STATIC_REQUIRE(tensor_parallel_plan<z0>::section_elements[tensor_parallel_plan<z0>::master] == 0);
   // a plan without a zero<> part, for data_parallel_step<Plan, Comm, Zero> given the stage itself
   using bare = plan<tiny_gpt, batch<micro<2>, seq<8>>>;
   STATIC_REQUIRE(std::is_same_v<zero_local_plan_t<bare, 0>, bare>);

@@ -79,13 +79,15 @@ static_assert(tiny_llama::lookup_param_count == V * C);
 static_assert(linear<C, 6>::param_count == 6 * C + 6 && linear<C, 6, role::row, false>::param_count == 6 * C);
 static_assert(lm_head<V, C>::param_count == V * C && lm_head<V, C, tied<"wte.weight">>::param_count == 0);
 static_assert(repeat<3, linear<C, C>>::param_count == 3 * (C * C + C));
-static_assert(layernorm<C>::kept_count<2, 3> == 2 * 6 && rmsnorm<C>::kept_count<2, 3> == 6);
+// A norm's statistics: norm_stat_slots<n> = 2n + 1 elements (two 16-bit slots per f32 statistic,
+// one for alignment; model/norm_stats.hpp) for mean and rstd (layernorm) or rstd (rmsnorm) per row.
+static_assert(layernorm<C>::kept_count<2, 3> == 2 * (2 * 6) + 1 && rmsnorm<C>::kept_count<2, 3> == 2 * 6 + 1);
 static_assert(causal_attention<H, KVH, D, no_rope>::kept_count<2, 3> == 2 * H * 3 * 3);
 static_assert(causal_attention<H, KVH, D, rope>::kept_count<2, 3> == 2 * H * 3 * 3 + 6 * (H + 2 * KVH) * D);
 // sequential keeps its children's activations and the inputs of children 1..n-1.
 static_assert(sequential<linear<C, 12>, gelu<12>, linear<12, 4>>::kept_count<2, 3> == 6 * 12 + 6 * 12);
 // repeat keeps N copies' activations and the inputs of copies 1..N-1.
-static_assert(repeat<3, layernorm<C>>::kept_count<2, 3> == 3 * 12 + 2 * 6 * C);
+static_assert(repeat<3, layernorm<C>>::kept_count<2, 3> == 3 * (2 * 12 + 1) + 2 * 6 * C);
 
 // ---- the ready models of docs/models.md ----
 namespace ready {

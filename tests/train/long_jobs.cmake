@@ -1,5 +1,5 @@
 # Long-job behaviour of train_gpt (docs/running_long_jobs.md), run as a script:
-#   cmake -DTRAIN_GPT=exe -DWORK=dir -DMODE=guard|preempt -P long_jobs.cmake
+#   cmake -DTRAIN_GPT=exe -DWORK=dir -DMODE=guard|preempt [-DPRECISION=bf16|f16] -P long_jobs.cmake
 # MODE guard:   NaN gradients in one step and three garbage batches in a row: the NaN step is
 #               skipped, the three spikes are skipped and the third rolls back to the last
 #               checkpoint with the data position past the bad batches; the run ends at its step
@@ -16,6 +16,9 @@ endforeach()
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(common --preset tiny --eval-every 0 --eval-batches 2 --sample 0 --quiet)
+if(DEFINED PRECISION)  # e.g. bf16: the checkpoint holds the f32 master and moments
+  list(APPEND common --precision ${PRECISION})
+endif()
 
 # Runs train_gpt with the arguments after `name`; the output in ${name}_out, the status checked.
 function(run name expect_rc)

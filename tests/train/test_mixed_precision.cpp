@@ -10,9 +10,12 @@
 
 #include "precision_fixture.hpp"  // small_gpt, f32_plan, token_stream, options
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 using namespace weft;
@@ -126,4 +129,88 @@ TEST_CASE("bf16 gradients of one micro-batch agree with f32 gradients from the s
     worst = std::max(worst, diff / scale);
   }
   WARN("bf16 vs f32 gradients, worst tensor: " << worst);
+}
+
+TEST_CASE("initialise_parameter_range gives each slice of the initial block, rounded through f32", "[train][bf16]") {
+  // What a ZeRO rank computes for its shard alone, and the bf16 parameters written without a
+  // model-sized f32 temporary: the same values as the whole block's initialisation.
+  const auto infos = f32_plan::parameters();
+  const std::size_t n = f32_plan::param_count;
+  std::vector<float> whole(n);
+  initialise_parameters(std::span<float>(whole), infos, 7);
+  std::vector<bf16> rounded_whole(n);
+  ops::cast(host_context{}, rounded_whole.data(), whole.data(), n);
+  // Uneven cuts that split parameters in the middle (a random one and a constant one).
+  for (const std::size_t parts : {std::size_t{1}, std::size_t{3}, std::size_t{7}}) {
+    for (std::size_t r = 0, begin = 0; r < parts; ++r) {
+      const std::size_t size = n / parts + (r < n % parts ? 1 : 0);
+      std::vector<float> slice(size, -1.0f);
+      initialise_parameter_range(std::span<float>(slice), begin, infos, 7);
+      std::vector<bf16> rounded(size);
+      initialise_parameter_range<float>(std::span<bf16>(rounded), begin, infos, 7);
+      std::size_t same = 0, same_rounded = 0;
+      for (std::size_t i = 0; i < size; ++i) {
+        same += slice[i] == whole[begin + i];
+        same_rounded += rounded[i].bits == rounded_whole[begin + i].bits;
+      }
+      CHECK(same == size);
+      CHECK(same_rounded == size);
+      begin += size;
+    }
+  }
+  // Another seed gives other values (the range is not a copy of something fixed): the token
+  // embedding, first in the block, is random.
+  std::vector<float> other(64);
+  initialise_parameter_range(std::span<float>(other), 0, infos, 8);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < 64; ++i) differ += other[i] != whole[i];
+  CHECK(differ > 0);
+}
+
+TEST_CASE("norm layers keep their statistics in f32 in a bf16 plan (the precision decides)", "[train][bf16]") {
+  // layernorm and rmsnorm over bf16 rows: the kept mean and 1/std are f32 (ops::stat_t<bf16>),
+  // equal to the f64 statistics of the same bf16 inputs to f32 precision; a bf16-rounded 1/std
+  // would be off by up to 2^-9. The block starts at an odd bf16 element, so the statistics are
+  // aligned inside it (norm_stat_slots reserves the slot).
+  constexpr std::size_t B = 2, S = 3, C = 40, N = B * S;
+  STATIC_REQUIRE(std::is_same_v<ops::stat_t<bf16>, float>);
+  STATIC_REQUIRE(layernorm<C>::kept_count<B, S> == norm_stat_slots<2 * N>);
+  std::vector<bf16> x(N * C), y(N * C), params(2 * C), kept(1 + layernorm<C>::kept_count<B, S> + 1);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = bf16(static_cast<float>(std::sin(0.37 * static_cast<double>(i)) * 3.0 + 0.5));
+  for (std::size_t c = 0; c < C; ++c) params[c] = bf16(1.0f), params[C + c] = bf16(0.0f);
+  frame<bf16, B, S, layernorm<C>> f;
+  f.params = f.root_params = params.data();
+  f.kept = kept.data() + 1;  // odd: not 4-byte aligned
+  layernorm<C>::forward(f, x.data(), y.data());
+  const float* stats = norm_stats(f.kept);
+  REQUIRE(reinterpret_cast<std::uintptr_t>(stats) % alignof(float) == 0);
+  REQUIRE(reinterpret_cast<const std::byte*>(stats + 2 * N) <= reinterpret_cast<const std::byte*>(kept.data() + kept.size() - 1));
+  double worst_rstd = 0;
+  for (std::size_t n = 0; n < N; ++n) {
+    double mean = 0, var = 0;
+    for (std::size_t c = 0; c < C; ++c) mean += static_cast<double>(static_cast<float>(x[n * C + c]));
+    mean /= C;
+    for (std::size_t c = 0; c < C; ++c) {
+      const double d = static_cast<double>(static_cast<float>(x[n * C + c])) - mean;
+      var += d * d;
+    }
+    const double rstd = 1.0 / std::sqrt(var / C + 1e-5);
+    CHECK(std::abs(stats[n] - mean) <= 1e-6 * (std::abs(mean) + 1));
+    worst_rstd = std::max(worst_rstd, std::abs(stats[N + n] - rstd) / rstd);
+  }
+  CHECK(worst_rstd < 1e-6);
+  // rmsnorm: the same for 1/rms.
+  frame<bf16, B, S, rmsnorm<C>> g;
+  g.params = g.root_params = params.data();
+  g.kept = kept.data() + 1;
+  rmsnorm<C>::forward(g, x.data(), y.data());
+  const float* rrms = norm_stats(g.kept);
+  double worst = 0;
+  for (std::size_t n = 0; n < N; ++n) {
+    double ss = 0;
+    for (std::size_t c = 0; c < C; ++c) ss += std::pow(static_cast<double>(static_cast<float>(x[n * C + c])), 2);
+    const double r = 1.0 / std::sqrt(ss / C + 1e-5);
+    worst = std::max(worst, std::abs(rrms[n] - r) / r);
+  }
+  CHECK(worst < 1e-6);
 }

@@ -34,4 +34,12 @@ if(TARGET train_gpt)
     set_tests_properties(train.long_jobs.${mode} PROPERTIES LABELS "train;fault" TIMEOUT 300
                          ENVIRONMENT "OMP_NUM_THREADS=1")
   endforeach()
+  # The same preemption and resume in precision<bf16, f32>: the checkpoint holds the f32 master
+  # and moments, and the resumed run equals the uninterrupted one step for step.
+  add_test(NAME train.long_jobs.preempt.bf16
+           COMMAND ${CMAKE_COMMAND} -DTRAIN_GPT=$<TARGET_FILE:train_gpt>
+                   -DWORK=${CMAKE_CURRENT_BINARY_DIR}/long_jobs_preempt_bf16 -DMODE=preempt -DPRECISION=bf16
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/train/long_jobs.cmake)
+  set_tests_properties(train.long_jobs.preempt.bf16 PROPERTIES LABELS "train;fault" TIMEOUT 300
+                       ENVIRONMENT "OMP_NUM_THREADS=1")
 endif()

@@ -3,7 +3,13 @@
 // Sharded layers (model/tensor_parallel_layers.hpp) and the frame (model/layer.hpp) name this
 // small abstract class, never a communicator: it is the one piece of comm/ that model/ sees,
 // with no dependency of its own. comm/tp_adapter.hpp implements it over any `communicator`.
+// bf16 (precision<bf16, f32> under tensor parallelism): the adapter moves the 2-byte values
+// themselves; a group that implements only float and double gets the bf16 calls through float
+// (exact for the gather; each sum in float, rounded once, as the communicators' bf16 sums).
+#include "weft/core/dtype.hpp"  // bf16
+
 #include <cstddef>
+#include <vector>
 
 namespace weft {
 
@@ -25,6 +31,21 @@ struct tp_group {
   virtual void all_gather(const double* in, double* out, std::size_t n) = 0;
   virtual void reduce_scatter_sum(const float* in, float* out, std::size_t n) = 0;
   virtual void reduce_scatter_sum(const double* in, double* out, std::size_t n) = 0;
+  virtual void all_reduce_sum(bf16* data, std::size_t n) {
+    std::vector<float> w(data, data + n);
+    all_reduce_sum(w.data(), n);
+    for (std::size_t i = 0; i < n; ++i) data[i] = bf16(w[i]);
+  }
+  virtual void all_gather(const bf16* in, bf16* out, std::size_t n) {
+    std::vector<float> a(in, in + n), b(n * static_cast<std::size_t>(size()));
+    all_gather(a.data(), b.data(), n);
+    for (std::size_t i = 0; i < b.size(); ++i) out[i] = bf16(b[i]);
+  }
+  virtual void reduce_scatter_sum(const bf16* in, bf16* out, std::size_t n) {
+    std::vector<float> a(in, in + n * static_cast<std::size_t>(size())), b(n);
+    reduce_scatter_sum(a.data(), b.data(), n);
+    for (std::size_t i = 0; i < n; ++i) out[i] = bf16(b[i]);
+  }
 };
 
 }  // namespace weft

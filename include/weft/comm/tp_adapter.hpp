@@ -29,6 +29,10 @@ class communicator_tp_group final : public tp_group {
   void all_gather(const double* in, double* out, std::size_t n) override { gather(in, out, n); }
   void reduce_scatter_sum(const float* in, float* out, std::size_t n) override { scatter(in, out, n); }
   void reduce_scatter_sum(const double* in, double* out, std::size_t n) override { scatter(in, out, n); }
+  // bf16 travels as its 2 bytes; each sum is formed in float and rounded once (communicator.hpp).
+  void all_reduce_sum(bf16* data, std::size_t n) override { reduce(data, n, reduce_op::sum); }
+  void all_gather(const bf16* in, bf16* out, std::size_t n) override { gather(in, out, n); }
+  void reduce_scatter_sum(const bf16* in, bf16* out, std::size_t n) override { scatter(in, out, n); }
 
   Comm& communicator() { return comm_; }
 

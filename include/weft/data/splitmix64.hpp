@@ -28,6 +28,9 @@ struct splitmix64 {
     return mix64(state);
   }
 
+  /// Skips the next `n` outputs (the state is a counter).
+  constexpr void discard(std::uint64_t n) noexcept { state += n * increment; }
+
   /// Uniform integer in [0, bound), bound >= 1, without modulo bias: the smallest all-ones
   /// mask covering bound - 1, with rejection (on average fewer than 2 draws).
   constexpr std::uint64_t below(std::uint64_t bound) noexcept {

@@ -49,6 +49,7 @@
 #include "weft/model/layer.hpp"          // grad_ready_hook
 #include "weft/ops/accumulate.hpp"       // accumulate (fault injection)
 #include "weft/ops/adamw.hpp"            // adamw_step
+#include "weft/ops/cast.hpp"             // cast (the parameters from the master)
 #include "weft/ops/clip.hpp"             // clip
 #include "weft/ops/copy.hpp"             // copy
 #include "weft/ops/fill.hpp"             // zero
@@ -56,7 +57,9 @@
 #include "weft/ops/sum_squares.hpp"      // sum_squares_continue
 #include "weft/parallel/memory_model.hpp"  // gradient_buckets_in_flight
 #include "weft/train/loss_scaler.hpp"    // loss_scaler
-#include "weft/exec/training_step.hpp"  // training_step, train_options, step_metrics
+#include "weft/exec/local_step_wrapper.hpp"  // detail::local_master_type
+#include "weft/exec/step_skeleton.hpp"  // step_skeleton, step_gradients, step_metrics
+#include "weft/exec/training_step.hpp"  // training_step, train_options
 
 #include <algorithm>
 #include <chrono>
@@ -78,17 +81,6 @@ constexpr bool holds_optimizer_state() {
   if constexpr (requires { Local::optimizer_state_in_arena; }) return Local::optimizer_state_in_arena;
   else return true;
 }
-// The type of the optimizer state (master weights, moments) of a local step: its M under mixed
-// precision (training_step<precision<bf16, f32>>: f32), else its parameter type T.
-template <class Local, class T>
-struct dp_master_type {
-  using type = T;
-};
-template <class Local, class T>
-  requires requires { typename Local::M; requires Local::mixed_precision; }
-struct dp_master_type<Local, T> {
-  using type = typename Local::M;
-};
 }  // namespace detail
 
 /// Data parallelism with ZeRO stage `Zero` for `Plan` over the data-parallel group `Comm`.
@@ -104,7 +96,7 @@ struct dp_master_type<Local, T> {
 /// (`norm_skipped()`, e.g. a pipeline's copy of a tied embedding); ZeRO-1..3 skip them too.
 template <class Plan, class Comm, std::size_t Zero = 0, class Local = training_step<zero_local_plan_t<Plan, Zero>>>
   requires communicator<Comm>
-class data_parallel_step {
+class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Zero, Local>> {
   static_assert(Zero <= 3, "weft::data_parallel_step: ZeRO stages are 0, 1, 2 and 3. Use zero<0> to zero<3>.");
   // Under ZeRO >= 1 the shards below are the only optimizer state: a local arena with moments
   // of its own would be dead weight (and one without them cannot run zero<0>'s update).
@@ -114,14 +106,17 @@ class data_parallel_step {
 
  public:
   using T = typename Plan::value_type;
+  using plan_type = Plan;
   using local_step = Local;
+  static constexpr std::size_t rows = Plan::rows;  ///< this rank's tokens per micro-batch
   static constexpr std::size_t zero_stage = Zero;
   /// Master weights and AdamW moments: T, or the local step's master type under mixed precision.
-  using M = typename detail::dp_master_type<Local, T>::type;
+  using M = typename detail::local_master_type<Local, T>::type;
   static constexpr bool mixed_precision = !std::is_same_v<T, M>;
   /// Whether steps scale the loss dynamically: f16 parameters, a local step whose micro-batches
   /// this step runs (not a pipeline's schedule), and train_options::loss_scale.enabled.
   static constexpr bool scalable = std::is_same_v<T, f16> && requires(Local& l) { l.accumulate(ops::compute_t<T>{}); };
+  static constexpr bool scales_loss = scalable;  // the skeleton's
 
   /// `group` is this rank's data-parallel group (the world, or a split of it).
   data_parallel_step(Comm& group, train_options options = {}, std::size_t bucket_bytes = std::size_t{25} << 20)
@@ -130,8 +125,7 @@ class data_parallel_step {
   /// Wraps a local step built by the caller (tensor- or pipeline-parallel ones need their groups).
   data_parallel_step(Comm& group, local_step&& local, std::size_t bucket_bytes = std::size_t{25} << 20)
       : group_(group), local_(std::move(local)), P(local_.params().size()), dp_(static_cast<std::size_t>(group.size())),
-        rank_(static_cast<std::size_t>(group.rank())),
-        scaler_(local_.options().loss_scale, scalable) {
+        rank_(static_cast<std::size_t>(group.rank())) {
     // ---- shards: dp contiguous runs ----
     counts_.resize(dp_);
     offsets_.resize(dp_);
@@ -156,10 +150,15 @@ class data_parallel_step {
     if constexpr (Zero >= 1 && mixed_precision) {
       // The f32 master shard holds the initial values themselves (as the single-rank step's
       // master does); the bf16 parameters are their rounded copy.
-      std::vector<M> init(P);
-      initialise_parameters(std::span<M>(init), local_.parameter_infos(), local_.options().seed);
-      master_.assign(init.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
-                     init.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
+      if constexpr (requires(std::vector<M>& init) { local_.initial_values(std::span<M>(init)); }) {
+        std::vector<M> init(P);  // a tp shard's, a pipeline stage's
+        local_.initial_values(std::span<M>(init));
+        master_.assign(init.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
+                       init.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
+      } else {  // the whole model's block: only the shard is computed (no model-sized temporary)
+        master_.resize(shard_size_);
+        initialise_parameter_range(std::span<M>(master_), shard_begin_, local_.parameter_infos(), local_.options().seed);
+      }
       if constexpr (Zero == 3) {
         auto p = local_.params();
         param_shard_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
@@ -214,93 +213,134 @@ class data_parallel_step {
   std::size_t buckets_overlapped() const { return overlapped_; }
   std::size_t step_count() const { return local_.step_count(); }
 
-  /// Steps skipped so far (the same count on every rank).
-  std::size_t skipped_steps() const { return skipped_; }
-  /// The dynamic loss scaler (f16 plans; the same state on every rank).
-  const loss_scaler& loss_scale_state() const { return scaler_; }
+  // step(fill, accept), skipped_steps() and loss_scale_state() are the skeleton's
+  // (step_skeleton.hpp): the same verdict, skipped count and loss scale on every rank.
 
-  /// One optimizer step. `fill(tokens, targets)` writes this rank's rows of each micro-batch.
-  /// `accept(loss, grad_norm)` is asked, on every rank, before the update of a finite step; the
-  /// step updates only if it holds on every rank.
-  template <class Fill, class Accept = update_always>
-    requires std::predicate<Accept&, double, double>
-  step_metrics step(Fill&& fill, Accept&& accept = {}) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double fault = local_.options().fault ? local_.options().fault(calls_) : 1.0;  // tests only
-    ++calls_;
-    const double loss_scale = scaler_.scale();  // 1 unless f16 with scaling on
-    if constexpr (Zero == 3) gather_parameters();
-    auto grads = local_.grads();
-    ops::zero(local_.context(), grads.data(), grads.size());
-    std::size_t k = 0;
-    double loss_sum = 0;
-    if constexpr (requires { local_.forward_backward(fill, dp_); }) {
-      // The local step runs its own micro-batches (a pipeline); its gradients are final when it returns.
-      k = Local::microbatches;
-      next_bucket_ = 0;
-      overlapped_ = 0;
-      loss_sum = local_.forward_backward(fill, dp_) * static_cast<double>(k) * fault;
-      if (fault != 1.0) {  // tests only: the schedule scaled its gradients itself; g += (fault - 1) g
-        auto g = local_.grads();
-        ops::accumulate(local_.context(), g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
-      }
-    } else {
-      k = local_.options().grad_accum;
-      // In the compute type (float for bf16), as the single-rank step passes it.
-      const auto scale = static_cast<ops::compute_t<T>>(fault * loss_scale / static_cast<double>(Plan::rows * k * dp_));
-      for (std::size_t i = 0; i < k; ++i) {
-        fill(local_.tokens(), local_.targets());
-        if constexpr (requires { local_.upload_batch(); }) local_.upload_batch();  // a device arena's copy
-        reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
-        next_bucket_ = 0;
-        overlapped_ = 0;
-        loss_sum += local_.accumulate(scale) * fault;
-        reducing_ = false;
-      }
-    }
+  // ---- the skeleton's hooks (step_skeleton.hpp); step() is the skeleton's ----
+  // A step: `fill(tokens, targets)` writes this rank's rows of each micro-batch; `accept(loss,
+  // grad_norm)` is asked, on every rank, before the update of a finite step, and the step
+  // updates only if it holds on every rank.
+  const train_options& options() const { return local_.options(); }
+  auto context() const { return local_.context(); }
+  std::span<T> grads() { return local_.grads(); }
+  auto tokens()
+    requires requires(Local& l) { l.tokens(); }
+  {
+    return local_.tokens();
+  }
+  auto targets()
+    requires requires(Local& l) { l.targets(); }
+  {
+    return local_.targets();
+  }
+  void upload_batch()
+    requires requires(Local& l) { l.upload_batch(); }
+  {
+    local_.upload_batch();
+  }
+  template <class Scale>
+  double accumulate(Scale scale)
+    requires requires(Local& l) { l.accumulate(scale); }
+  {
+    return local_.accumulate(scale);
+  }
+  std::size_t data_replicas() const { return dp_; }
+  void begin_step() { gather_parameters(); }
+  void micro_batch_starts(std::size_t i, std::size_t k) {
+    reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
+    next_bucket_ = 0;
+    overlapped_ = 0;
+  }
+  /// A local step that runs its own micro-batches (a pipeline): its gradients are final when
+  /// its forward_backward returns.
+  template <class Fill>
+    requires requires(Local& l, Fill& f, std::size_t n) { l.forward_backward(f, n); }
+  step_gradients schedule_gradients(Fill& fill, double fault) {
+    auto g = local_.grads();
+    ops::zero(local_.context(), g.data(), g.size());
+    const std::size_t k = Local::microbatches;
+    next_bucket_ = 0;
+    overlapped_ = 0;
+    const double loss_sum = local_.forward_backward(fill, dp_) * static_cast<double>(k) * fault;
+    if (fault != 1.0)  // tests only: the schedule scaled its gradients itself; g += (fault - 1) g
+      ops::accumulate(local_.context(), g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
+    return {loss_sum / static_cast<double>(k), k};
+  }
+  void finish_gradients() {
+    reducing_ = false;
     finish_reduction();
-
-    step_metrics m;
-    m.grad_norm = global_norm() / loss_scale;
-    m.loss_scale = loss_scale;
-    // {loss, this rank's non-finite flag}, summed over the group: a NaN loss anywhere makes the
-    // sum NaN, the flag says so explicitly. Then over the model-parallel ranks (no-op alone).
-    double local_loss = loss_sum / static_cast<double>(k);
-    double red[2] = {local_loss, std::isfinite(local_loss) && std::isfinite(m.grad_norm) ? 0.0 : 1.0};
+  }
+  /// Squared global L2 norm (the same on every rank). Sharded gradients sum their squares over
+  /// the group.
+  double grad_norm_squared() {
+    double sq = 0;
+    if constexpr (Zero >= 1) {
+      auto g = owned_grads();
+      // g covers [shard_begin_, shard_begin_ + shard_size_) of the parameter block.
+      auto add = [&](std::size_t b, std::size_t e) {
+        sq = ops::sum_squares_continue(local_.context(), sq, g.data() + (b - shard_begin_), e - b);
+      };
+      std::size_t from = shard_begin_;
+      const std::size_t end = shard_begin_ + shard_size_;
+      if constexpr (requires { local_.norm_skipped(); })  // runs counted on another rank (sorted)
+        for (const auto& r : local_.norm_skipped()) {
+          add(from, std::clamp(r.offset, from, end));
+          from = std::clamp(r.offset + r.size, from, end);
+        }
+      add(from, end);
+      group_.all_reduce(std::span<double>(&sq, 1), reduce_op::sum);
+      sq = local_.model_parallel_sum(sq);
+    } else {
+      sq = local_.grad_norm_squared();  // all gradients are here; the local step knows its replicas
+    }
+    return sq;
+  }
+  /// {loss, this rank's non-finite flag}, summed over the group: a NaN loss anywhere makes the
+  /// sum NaN, the flag says so explicitly. Then over the model-parallel ranks (no-op alone).
+  void agree(step_metrics& m) {
+    double red[2] = {m.loss, m.nonfinite ? 1.0 : 0.0};
     group_.all_reduce(std::span<double>(red, 2), reduce_op::sum);
     m.loss = red[0] / static_cast<double>(dp_);
     m.nonfinite = local_.model_parallel_sum(red[1]) != 0;  // the same on every rank
-    m.skipped = m.nonfinite;
-    if (m.nonfinite) scaler_.update(/*overflow=*/true);  // the same verdict, so the same scale, everywhere
-    if constexpr (!std::is_same_v<std::remove_cvref_t<Accept>, update_always>) {
-      if (!m.skipped) {  // every rank asks (a guard keeps the same history everywhere), all agree
-        double reject = accept(m.loss, m.grad_norm) ? 0.0 : 1.0;
-        group_.all_reduce(std::span<double>(&reject, 1), reduce_op::sum);
-        m.skipped = local_.model_parallel_sum(reject) != 0;
-      }
-    }
-    if (m.skipped) {
-      ++skipped_;
-      m.lr = local_.options().schedule.at(local_.step_count(), local_.options().optimizer.lr);
-    } else {
-      auto g = owned_grads();
-      if constexpr (scalable) ops::scale(local_.context(), g.data(), g.size(), 1.0 / loss_scale);  // unscale
-      ops::clip(local_.context(), g.data(), g.size(), m.grad_norm, local_.options().grad_clip);
-      m.lr = update();
-      scaler_.update(/*overflow=*/false);
-    }
-    m.skipped_total = skipped_;
-    m.step = local_.step_count();
-    m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.tokens_per_second = static_cast<double>(Plan::rows * k * dp_) / m.seconds;
-    m.gflops = static_cast<double>(Plan::flops_per_token) * m.tokens_per_second * 1e-9;
-    return m;
   }
+  bool agree_accept(bool ok) {
+    double reject = ok ? 0.0 : 1.0;
+    group_.all_reduce(std::span<double>(&reject, 1), reduce_op::sum);
+    return local_.model_parallel_sum(reject) == 0;
+  }
+  /// The gradients this rank updates with: all of them (zero 0), or its shard.
+  std::span<T> optimizer_grads() { return owned_grads(); }
+  double apply_optimizer() { return update(); }
 
   /// Makes local().params() the current parameters on every rank (a no-op below ZeRO-3).
   void gather_parameters() {
     if constexpr (Zero == 3 && mixed_precision) group_.all_gather_v(std::span<const T>(param_shard_), local_.params(), counts_);
     else if constexpr (Zero == 3) group_.all_gather_v(std::span<const T>(master_), local_.params(), counts_);
+  }
+
+  /// Mixed precision: rewrites the working parameters (T) from the master weights, each the
+  /// master rounded once, as the update leaves them (after a checkpoint restored the master).
+  /// zero<0>: from the local step's master; from zero<1> on, collective over the group: each rank
+  /// rounds its master shard and the shards are all-gathered into every rank's parameters.
+  void params_from_master()
+    requires mixed_precision
+  {
+    if constexpr (Zero == 0) {
+      const auto master = local_.master();
+      auto p = local_.params();
+      ops::cast(local_.context(), p.data(), master.data(), p.size());
+    } else if constexpr (Zero == 3) {
+      ops::cast(local_.context(), param_shard_.data(), master_.data(), shard_size_);
+      gather_parameters();
+    } else {
+      // As update() publishes a shard: sent from the gradient shard (an all-gather may not read
+      // the buffer it writes); the gradients are dead between steps.
+      auto p = local_.params();
+      const auto send = owned_grads();
+      ops::cast(local_.context(), send.data(), master_.data(), shard_size_);
+      ops::copy(local_.context(), p.data() + shard_begin_, send.data(), shard_size_);
+      group_.all_gather_v(std::span<const T>(send), p, counts_);
+    }
   }
 
   /// Mean loss over the group of `batches` micro-batches per rank.
@@ -367,31 +407,6 @@ class data_parallel_step {
     else return local_.grads();
   }
 
-  // Global L2 norm (the same on every rank). Sharded gradients sum their squares over the group.
-  double global_norm() {
-    double sq = 0;
-    if constexpr (Zero >= 1) {
-      auto g = owned_grads();
-      // g covers [shard_begin_, shard_begin_ + shard_size_) of the parameter block.
-      auto add = [&](std::size_t b, std::size_t e) {
-        sq = ops::sum_squares_continue(local_.context(), sq, g.data() + (b - shard_begin_), e - b);
-      };
-      std::size_t from = shard_begin_;
-      const std::size_t end = shard_begin_ + shard_size_;
-      if constexpr (requires { local_.norm_skipped(); })  // runs counted on another rank (sorted)
-        for (const auto& r : local_.norm_skipped()) {
-          add(from, std::clamp(r.offset, from, end));
-          from = std::clamp(r.offset + r.size, from, end);
-        }
-      add(from, end);
-      group_.all_reduce(std::span<double>(&sq, 1), reduce_op::sum);
-      sq = local_.model_parallel_sum(sq);
-    } else {
-      sq = local_.grad_norm_squared();  // all gradients are here; the local step knows its replicas
-    }
-    return std::sqrt(sq);
-  }
-
   double update() {
     if constexpr (Zero == 0) {
       return local_.apply_optimizer();  // identical on every rank
@@ -453,8 +468,6 @@ class data_parallel_step {
   std::vector<int> piece_counts_;  // each rank's share of the current piece
   std::size_t next_bucket_ = 0, overlapped_ = 0;
   bool reducing_ = false;
-  std::size_t calls_ = 0, skipped_ = 0;  // step() calls, skipped steps
-  loss_scaler scaler_;
 };
 
 }  // namespace weft

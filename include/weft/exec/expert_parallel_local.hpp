@@ -39,6 +39,7 @@
 #include "weft/ops/fill.hpp"                   // zero
 #include "weft/ops/sum_squares.hpp"            // sum_squares_continue
 #include "weft/data/splitmix64.hpp"           // splitmix64
+#include "weft/exec/gradient_runs.hpp"        // gradient_runs
 #include "weft/exec/local_step_wrapper.hpp"   // local_step_wrapper
 #include "weft/exec/training_step.hpp"        // detail::param_seed, detail::normal01
 
@@ -77,16 +78,18 @@ class expert_parallel_local : public local_step_wrapper<Local> {
       : base(std::move(local)), ep_(&ep), group_(ep),
         ep_size_(static_cast<std::size_t>(ep.size())), ep_rank_(static_cast<std::size_t>(ep.rank())) {
     const auto& infos = local_.parameter_infos();
+    std::vector<gradient_runs::run> dense;
     for (const auto& p : infos)
-      if (!is_expert_parameter(p)) dense_.push_back({p.offset, p.size});
-    std::sort(dense_.begin(), dense_.end(), [](const run& a, const run& b) { return a.offset > b.offset; });  // last first
+      if (!is_expert_parameter(p)) dense.push_back({p.offset, p.size});
+    dense_ = gradient_runs(std::move(dense));
     initialise_experts(infos);
     // The runs the norm skips: the wrapped step's (tp replicas on tp ranks != 0), and the dense
     // parameters on expert ranks != 0 (rank 0 counts them for the group); sorted and merged.
     std::vector<run> all;
     if constexpr (requires { local_.norm_skipped(); })
       for (const auto& r : local_.norm_skipped()) all.push_back({r.offset, r.size});
-    if (ep_rank_ != 0) all.insert(all.end(), dense_.begin(), dense_.end());
+    if (ep_rank_ != 0)
+      for (const auto& r : dense_.runs()) all.push_back({r.offset, r.size});
     std::sort(all.begin(), all.end(), [](const run& a, const run& b) { return a.offset < b.offset; });
     for (const auto& r : all) {
       if (!skipped_.empty() && r.offset <= skipped_.back().offset + skipped_.back().size) {
@@ -115,9 +118,9 @@ class expert_parallel_local : public local_step_wrapper<Local> {
     // The group's sum below adds every rank's share; rank 0 alone keeps the earlier ones.
     if (ep_rank_ != 0) {
       auto g = local_.grads();
-      for (const auto& r : dense_) ops::zero(local_.context(), g.data() + r.offset, r.size);
+      for (const auto& r : dense_.runs()) ops::zero(local_.context(), g.data() + r.offset, r.size);
     }
-    next_dense_ = 0;
+    dense_.restart();
     local_.set_grad_ready({&expert_parallel_local::on_grads_final, this});  // `this` now (the step is moved in)
     auto& meter = aux_losses();
     const double saved = meter.gradient_scale;
@@ -155,7 +158,7 @@ class expert_parallel_local : public local_step_wrapper<Local> {
       throw;
     }
     meter.gradient_scale = saved;
-    next_dense_ = 0;
+    dense_.restart();
     reduce_dense(0);
     ep_->all_reduce(std::span<double>(loss), reduce_op::sum);
     return loss[0] / static_cast<double>(ep_size_);
@@ -205,19 +208,10 @@ class expert_parallel_local : public local_step_wrapper<Local> {
     if (s.grad_ready_) s.grad_ready_(from);
   }
   // Sums over the expert group the dense parameters at offsets >= from not yet summed in this
-  // backward, adjacent ones in one call. Every rank of the group runs the same model, so the
-  // reports, and these calls, come in the same order everywhere.
+  // backward (gradient_runs.hpp).
   void reduce_dense(std::size_t from) {
     auto g = local_.grads();
-    while (next_dense_ < dense_.size() && dense_[next_dense_].offset >= from) {
-      std::size_t lo = dense_[next_dense_].offset;
-      const std::size_t hi = lo + dense_[next_dense_].size;
-      ++next_dense_;
-      while (next_dense_ < dense_.size() && dense_[next_dense_].offset >= from &&
-             dense_[next_dense_].offset + dense_[next_dense_].size == lo)
-        lo = dense_[next_dense_++].offset;
-      ep_->all_reduce(g.subspan(lo, hi - lo), reduce_op::sum);
-    }
+    dense_.take_final(from, [&](std::size_t at, std::size_t n) { ep_->all_reduce(g.subspan(at, n), reduce_op::sum); });
   }
 
   // This rank's slice of the whole model's experts: skip the earlier ranks' share of each
@@ -227,10 +221,7 @@ class expert_parallel_local : public local_step_wrapper<Local> {
     auto params = local_.params();
     for (const auto& p : infos) {
       if (!is_expert_parameter(p) || !p.random_init) continue;
-      splitmix64 g{detail::param_seed(local_.options().seed, p.name)};
-      for (std::size_t i = 0; i < ep_rank_ * p.size; ++i) (void)detail::normal01(g);
-      for (std::size_t i = 0; i < p.size; ++i) {
-        const double v = p.init_stddev * detail::normal01(g);
+      expert_values(p, [&](std::size_t i, double v) {
         if constexpr (requires { local_.master(); }) {
           using M = typename decltype(local_.master())::value_type;
           const auto master = local_.master();
@@ -239,16 +230,26 @@ class expert_parallel_local : public local_step_wrapper<Local> {
         } else {
           params[p.offset + i] = static_cast<T>(v);
         }
-      }
+      });
     }
   }
+  // The initial values of expert tensor `p` on this rank, f(i, value) for its p.size elements:
+  // this rank's block of the single-process tensor's stream (two draws per value skipped per
+  // element of the earlier ranks' blocks).
+  template <class F>
+  void expert_values(const param_info& p, F&& f) const {
+    splitmix64 g{detail::param_seed(local_.options().seed, p.name)};
+    g.discard(2 * ep_rank_ * p.size);
+    for (std::size_t i = 0; i < p.size; ++i) f(i, p.init_stddev * detail::normal01(g));
+  }
+
+
 
   Comm* ep_;  // the expert group (outlives this step: distributed_step owns it)
   expert_group_adapter<Comm> group_;
   std::size_t ep_size_, ep_rank_;
-  std::vector<run> dense_;    // each non-expert parameter, last first
+  gradient_runs dense_;       // each non-expert parameter
   std::vector<run> skipped_;  // runs the norm skips, sorted
-  std::size_t next_dense_ = 0;
   grad_ready_hook grad_ready_{};
 };
 

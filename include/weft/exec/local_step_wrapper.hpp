@@ -21,6 +21,20 @@
 
 namespace weft {
 
+namespace detail {
+// The type of the optimizer state (master weights, moments) of a local step: its M under mixed
+// precision (training_step<precision<bf16, f32>>: f32), else its parameter type T.
+template <class Local, class T>
+struct local_master_type {
+  using type = T;
+};
+template <class Local, class T>
+  requires requires { typename Local::M; requires Local::mixed_precision; }
+struct local_master_type<Local, T> {
+  using type = typename Local::M;
+};
+}  // namespace detail
+
 /// Forwards the local-step interface to a wrapped `Local` (see the top of the file).
 template <class Local>
 class local_step_wrapper {
@@ -39,6 +53,10 @@ class local_step_wrapper {
   }();
   /// False under ZeRO >= 1, as the wrapped step's (data_parallel_step holds the optimizer state).
   static constexpr bool optimizer_state_in_arena = Local::optimizer_state_in_arena;
+  /// The parameters' type and the master weights' (mixed precision), as the wrapped step's.
+  using T = typename Local::T;
+  using M = typename detail::local_master_type<Local, T>::type;
+  static constexpr bool mixed_precision = !std::is_same_v<T, M>;
 
   explicit local_step_wrapper(Local&& local) : local_(std::move(local)) {}
   local_step_wrapper(local_step_wrapper&&) noexcept = default;
@@ -84,6 +102,11 @@ class local_step_wrapper {
     requires requires(const Local& l) { l.adam_v(); }
   {
     return local_.adam_v();
+  }
+  auto master() const
+    requires requires(const Local& l) { l.master(); }
+  {
+    return local_.master();
   }
 
   // ---- what a wrapper usually changes ----

@@ -1,7 +1,7 @@
 #pragma once
 // ---- pipeline_step: one pipeline stage's share of a training step ----
-// `pipeline_step<Plan, P, Schedule, M, Comm>` runs, on the rank with index `stage` in the
-// pipeline group (its rank in `pp`), the instruction list make_schedule<Schedule, P, M>() gives
+// `pipeline_step<Plan, P, Schedule, Microbatches, Comm>` runs, on the rank with index `stage` in
+// the pipeline group (its rank in `pp`), the instruction list make_schedule<Schedule, P, M>() gives
 // that stage: forward/backward of (micro-batch, chunk) through the stage's chunk types
 // pipeline_stage_t<Model, P, stage, V, chunk>, and the activation/gradient traffic with the
 // neighbouring stages. The stage index is a run-time value (the rank); every stage's types are
@@ -14,9 +14,11 @@
 // proof. Messages are tagged by what they carry: (activation or gradient, micro-batch, virtual
 // stage that consumes it), unique within a step.
 //
-// Memory: parameters, gradients and AdamW moments of the stage's chunks (no moments under ZeRO
-// >= 1: data_parallel_step keeps them in shards, see state_sections.hpp), back to back in one
-// block (parameter_infos() names them with their global names), and activation *slots*: one
+// Memory: parameters, gradients, master weights and AdamW moments of the stage's chunks (the
+// master only under mixed precision, precision<bf16, f32>: master and moments in f32, as
+// training_step's; no master or moments under ZeRO >= 1: data_parallel_step keeps them in
+// shards, see state_sections.hpp), back to back in one block (parameter_infos() names them
+// with their global names), and activation *slots*: one
 // per activation set the stage holds at once — the schedule simulation's peak, not M (1F1B on
 // stage s holds P - s). A slot is taken when its input arrives (recv_act; forward on the first
 // virtual stage) and given back once its input gradient is sent (send_grad; backward on the
@@ -45,6 +47,7 @@
 #include "weft/model/layer.hpp"              // frame, param_info, init_context
 #include "weft/exec/context.hpp"            // host_context
 #include "weft/ops/adamw.hpp"                // adamw_step
+#include "weft/ops/cast.hpp"                 // cast (f32 master -> bf16 parameters)
 #include "weft/ops/clip.hpp"                 // clip
 #include "weft/ops/cross_entropy.hpp"        // softmax_cross_entropy_forward_backward, _forward
 #include "weft/ops/fill.hpp"                 // zero
@@ -73,6 +76,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -249,16 +253,16 @@ constexpr std::size_t plan_ep() {
 }
 }  // namespace detail
 
-/// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `M` micro-batches of `Plan`'s
+/// Pipeline stage `pp.rank()` of `P` stages running `Schedule` over `Microbatches` micro-batches of `Plan`'s
 /// batch shape, with point-to-point traffic over the pipeline group `Comm`; with `TP` > 1 each
 /// stage is also one of TP tensor-parallel shards (tp × pp); `SP`: with sequence parallelism,
 /// each tp rank's layers see its S/TP slice of every sequence, the activations sent between
 /// stages are those slices (B, S/TP, C), and the replicated parameters' gradients are summed over
 /// the tensor-parallel group after backward (as tensor_parallel_step does).
-template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t M, class Comm, std::size_t TP = 1,
+template <class Plan, std::size_t P, schedule_tag Schedule, std::size_t Microbatches, class Comm, std::size_t TP = 1,
           bool SP = false>
   requires communicator<Comm>
-class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, Comm, TP, SP>> {
+class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Microbatches, Comm, TP, SP>> {
  public:
   using plan_type = Plan;
   /// As written, with each moe_mlp as ep_moe_mlp<…, ep> under expert_parallel (Plan::rank_model
@@ -266,9 +270,14 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   using model = ep_model_t<typename Plan::model_type, detail::plan_ep<Plan>()>;
   using recompute_type = typename Plan::executed_recompute;
   using T = typename Plan::value_type;
+  /// Master weights and AdamW moments: T, or f32 under precision<bf16, f32> (as training_step).
+  using M = typename Plan::master_type;
+  static constexpr bool mixed_precision = !std::is_same_v<T, M>;
+  /// Per-token losses: float when T is narrower (as plan<>'s).
+  using L = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
   using schedule_type = Schedule;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, vocab = Plan::vocab_size;
-  static constexpr std::size_t stages = P, microbatches = M, chunks = Schedule::chunks;
+  static constexpr std::size_t stages = P, microbatches = Microbatches, chunks = Schedule::chunks;
   static constexpr std::size_t virtual_stages = P * chunks;
   static constexpr std::size_t tp = TP;
   /// False under ZeRO >= 1: data_parallel_step holds the moments in shards, the arena none.
@@ -289,8 +298,8 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
                             sequence_parallel>;
 
   // ---- the schedule, and what the executor relies on ----
-  static constexpr const auto& instructions = schedule_v<Schedule, P, M>;
-  static constexpr const auto& report = schedule_report_v<Schedule, P, M>;
+  static constexpr const auto& instructions = schedule_v<Schedule, P, Microbatches>;
+  static constexpr const auto& report = schedule_report_v<Schedule, P, Microbatches>;
   static constexpr bool interleaving_has_stages = P >= 2 || chunks == 1;
   static_assert(interleaving_has_stages,
                 "weft::pipeline_step: interleaved chunks on a single stage. Use at least 2 pipeline stages with "
@@ -324,13 +333,14 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   // ---- the memory of one stage (byte offsets in its arena, fixed by the types) ----
   struct stage_layout {
     std::size_t param_count = 0;                 // elements of the stage's parameter block
+    std::size_t master_count = 0;                // elements of the master section (mixed precision, not ZeRO)
     std::size_t moment_count = 0;                // elements of each moment section (0 under ZeRO)
     std::array<std::size_t, chunks> chunk_base{};  // element offset of each chunk's block
     std::size_t slots = 0;                       // activation sets held at once
     std::size_t x = 0, y = 0, dx = 0, kept = 0;  // elements of each part of a slot
     std::size_t slot_bytes = 0, scratch = 0;
-    std::size_t params_at = 0, grads_at = 0, m_at = 0, v_at = 0, slots_at = 0, scratch_at = 0, losses_at = 0,
-                tokens_at = 0, targets_at = 0, loss_work_at = 0, bytes = 0;
+    std::size_t params_at = 0, grads_at = 0, master_at = 0, m_at = 0, v_at = 0, slots_at = 0, scratch_at = 0,
+                losses_at = 0, tokens_at = 0, targets_at = 0, loss_work_at = 0, bytes = 0;
   };
   static constexpr stage_layout layout_of(std::size_t stage) {
     stage_layout l;
@@ -357,18 +367,21 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
       at += detail::align_bytes(bytes);
       return o;
     };
-    // The model-state sections (state_sections.hpp): no moments when ZeRO shards them.
-    const state_sections st = local_state_sections(l.param_count, false, optimizer_state_in_arena);
+    // The model-state sections (state_sections.hpp): no master or moments when ZeRO shards them;
+    // the master (mixed precision only) and the moments in M.
+    const state_sections st = local_state_sections(l.param_count, mixed_precision, optimizer_state_in_arena);
+    l.master_count = st.master;
     l.moment_count = st.moments;
     l.params_at = take(st.params * t);
     l.grads_at = take(st.grads * t);
-    l.m_at = take(st.moments * t);
-    l.v_at = take(st.moments * t);
+    l.master_at = take(st.master * sizeof(M));
+    l.m_at = take(st.moments * sizeof(M));
+    l.v_at = take(st.moments * sizeof(M));
     l.slots_at = take(l.slots * l.slot_bytes);
     l.scratch_at = take(l.scratch * t);
-    l.losses_at = take(rows * t);
-    l.tokens_at = take(M * rows * sizeof(std::int32_t));
-    l.targets_at = take(M * rows * sizeof(std::int32_t));
+    l.losses_at = take(rows * sizeof(L));
+    l.tokens_at = take(Microbatches * rows * sizeof(std::int32_t));
+    l.targets_at = take(Microbatches * rows * sizeof(std::int32_t));
     l.loss_work_at = take(TP > 1 ? vocab_parallel_cross_entropy_work<rows> * sizeof(double) : 0);
     l.bytes = at;
     return l;
@@ -420,8 +433,20 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
         groups_.push_back({p.offset, p.size, p.decay});
     }
     // The tied copy on the last stage: same name as the first stage's, so the same values.
-    if constexpr (TP == 1) initialise_parameters(params(), infos_, options_.seed);
-    else initialise_shards(params(), infos_, Plan::parameters(), TP, tp_rank(), options_.seed);
+    if constexpr (mixed_precision && optimizer_state_in_arena) {
+      // The f32 master is initialised; the T parameters are its rounded copy.
+      initial_values(master());
+      ops::cast(ctx_, params().data(), master().data(), layout_.param_count);
+    } else if constexpr (mixed_precision) {
+      // No master section (ZeRO's shards hold it): the same rounded values.
+      std::vector<M> values(layout_.param_count);
+      initial_values(std::span<M>(values));
+      ops::cast(ctx_, params().data(), values.data(), layout_.param_count);
+    } else if constexpr (TP == 1) {
+      initialise_parameters(params(), infos_, options_.seed);
+    } else {
+      initialise_shards(params(), infos_, Plan::parameters(), TP, tp_rank(), options_.seed);
+    }
     for (std::size_t c = 0; c < chunks; ++c)
       if (facts(stage_, c).carries_tied) skipped_.push_back({layout_.chunk_base[c], facts(stage_, c).tied_count});
     if constexpr (sequence_parallel) {
@@ -446,7 +471,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
       }
       skipped_ = std::move(merged);
     }
-    slot_of_.assign(M * chunks, npos);
+    slot_of_.assign(Microbatches * chunks, npos);
     free_.reserve(layout_.slots);
     requests_.reserve(8);
   }
@@ -460,16 +485,26 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   std::size_t resident_bytes() const { return layout_.bytes; }
   std::span<T> params() const { return {at<T>(layout_.params_at), layout_.param_count}; }
   std::span<T> grads() const { return {at<T>(layout_.grads_at), layout_.param_count}; }
-  /// The AdamW moments of the stage (only when the arena holds them: not under ZeRO >= 1).
-  std::span<T> adam_m() const
+  /// The AdamW moments of the stage, in M (only when the arena holds them: not under ZeRO >= 1).
+  std::span<M> adam_m() const
     requires optimizer_state_in_arena
   {
-    return {at<T>(layout_.m_at), layout_.moment_count};
+    return {at<M>(layout_.m_at), layout_.moment_count};
   }
-  std::span<T> adam_v() const
+  std::span<M> adam_v() const
     requires optimizer_state_in_arena
   {
-    return {at<T>(layout_.v_at), layout_.moment_count};
+    return {at<M>(layout_.v_at), layout_.moment_count};
+  }
+  /// The optimizer's f32 copy of the stage's parameters (mixed precision without ZeRO only;
+  /// empty otherwise).
+  std::span<M> master() const { return {at<M>(layout_.master_at), layout_.master_count}; }
+  /// Writes the initial values of this stage's block (this tp rank's shard of it) in M into
+  /// `out` (params().size() elements): the single-process run's values of the same elements. A
+  /// mixed-precision master starts from them (data_parallel_step's ZeRO master shards too).
+  void initial_values(std::span<M> out) const {
+    if constexpr (TP == 1) initialise_parameters(out, infos_, options_.seed);
+    else initialise_shards(out, infos_, Plan::parameters(), TP, tp_rank(), options_.seed);
   }
   /// Token ids and targets of micro-batch `mb` (filled on the first and the last stage).
   std::span<std::int32_t, rows> tokens(std::size_t mb = 0) const {
@@ -486,17 +521,9 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   /// Writes this stage's parameters into `whole`, the single-process block (laid out as
   /// Plan::parameters()), at their places; other elements are left as they are. Collective over
   /// the tensor-parallel group when TP > 1.
-  void gather_stage_parameters(std::span<T> whole) const {
-    const auto whole_infos = Plan::parameters();
-    if constexpr (TP > 1) {
-      gather_shards(*tp_, std::span<const T>(params()), infos_, whole_infos, whole);
-    } else {
-      for (const auto& p : infos_) {
-        const param_info& w = detail::whole_param(whole_infos, p.name);
-        std::copy_n(params().data() + p.offset, p.size, whole.data() + w.offset);
-      }
-    }
-  }
+  void gather_stage_parameters(std::span<T> whole) const { gather_stage(std::span<const T>(params()), whole); }
+  /// The same for the f32 master weights (mixed precision without ZeRO: master() is not empty).
+  void gather_stage_master(std::span<M> whole) const { gather_stage(std::span<const M>(master()), whole); }
   /// Runs of params() the global norm does not count (sorted): the last stage's tied copy, and
   /// with TP > 1 on tp ranks other than 0 the replicated parameters.
   std::span<const range> norm_skipped() const { return skipped_; }
@@ -515,7 +542,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   template <class Fill>
   void load_microbatches(Fill&& fill) {
     if (stage_ != 0 && stage_ + 1 != P) return;
-    for (std::size_t mb = 0; mb < M; ++mb) fill(tokens(mb), targets(mb));
+    for (std::size_t mb = 0; mb < Microbatches; ++mb) fill(tokens(mb), targets(mb));
   }
 
   /// Loads the micro-batches and runs the stage's list up to the update: all forwards and
@@ -538,7 +565,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
       auto g = grads();
       ops::accumulate(ctx_, g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
     }
-    return {loss, M};
+    return {loss, Microbatches};
   }
 
   /// Sum of squared gradients over the whole pipeline (every stage gets it), the tied copy once.
@@ -564,8 +591,12 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   double apply_optimizer()
     requires optimizer_state_in_arena
   {
-    return detail::adamw_over_groups(ctx_, options_, step_, params().data(), grads().data(), adam_m().data(),
-                                           adam_v().data(), groups_);
+    if constexpr (mixed_precision)
+      return detail::mixed_adamw_over_groups(ctx_, options_, step_, master().data(), params().data(), grads().data(),
+                                             adam_m().data(), adam_v().data(), groups_);
+    else
+      return detail::adamw_over_groups(ctx_, options_, step_, params().data(), grads().data(), adam_m().data(),
+                                             adam_v().data(), groups_);
   }
 
   /// Mean loss of `batches` micro-batches from `fill` (called on the first and the last stage),
@@ -583,7 +614,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
         if (vs + 1 < virtual_stages) {
           pp_.send(std::span<const T>(y_of(0), out_elems(f)), static_cast<int>(next()), act_tag(0, vs + 1));
         } else {
-          T* losses = at<T>(layout_.losses_at);
+          L* losses = at<L>(layout_.losses_at);
           if constexpr (TP == 1)
             ops::softmax_cross_entropy_forward<rows, vocab>(ctx_, losses, y_of(0), targets(0).data());
           else
@@ -599,6 +630,20 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
 
  private:
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+  // The stage's block `block` (params() or master()) into the single-process block `whole`.
+  template <class U>
+  void gather_stage(std::span<const U> block, std::span<U> whole) const {
+    const auto whole_infos = Plan::parameters();
+    if constexpr (TP > 1) {
+      gather_shards(*tp_, block, infos_, whole_infos, whole);
+    } else {
+      for (const auto& p : infos_) {
+        const param_info& w = detail::whole_param(whole_infos, p.name);
+        std::copy_n(block.data() + p.offset, p.size, whole.data() + w.offset);
+      }
+    }
+  }
 
   static bool in_embedding_group(std::size_t stage) {
     for (std::size_t c = 0; c < chunks; ++c)
@@ -653,9 +698,9 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
   std::size_t prev() const { return (stage_ + P - 1) % P; }
   static int act_tag(std::size_t mb, std::size_t consumer) { return static_cast<int>(mb * virtual_stages + consumer); }
   static int grad_tag(std::size_t mb, std::size_t consumer) {
-    return static_cast<int>((M + mb) * virtual_stages + consumer);
+    return static_cast<int>((Microbatches + mb) * virtual_stages + consumer);
   }
-  static_assert(2 * M * P * chunks <= 32767, "weft::pipeline_step: too many messages per step for MPI's smallest tag range. Use fewer micro-batches or chunks.");
+  static_assert(2 * Microbatches * P * chunks <= 32767, "weft::pipeline_step: too many messages per step for MPI's smallest tag range. Use fewer micro-batches or chunks.");
 
   // Posts the group [i, e) of sends/recvs and waits for all of it.
   void run_group(std::span<const instruction> list, std::size_t i, std::size_t e) {
@@ -695,13 +740,13 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
     n = 0;
   }
 
-  void run_forward(std::size_t mb, std::size_t chunk, T scale, double& loss_sum) {
+  void run_forward(std::size_t mb, std::size_t chunk, ops::compute_t<T> scale, double& loss_sum) {
     const chunk_facts& f = facts(stage_, chunk);
     const std::size_t vs = f.virtual_stage;
     const std::size_t s = vs == 0 ? take_slot(mb, chunk) : slot_of(mb, chunk);
     f.forward(chunk_frame_of(chunk, s, mb, true), vs == 0 ? nullptr : x_of(s), y_of(s));  // y: (batch, seq, out)
     if (vs + 1 == virtual_stages) {  // the loss; y now holds dlogits for the backward
-      T* losses = at<T>(layout_.losses_at);
+      L* losses = at<L>(layout_.losses_at);
       if constexpr (TP == 1)
         ops::softmax_cross_entropy_forward_backward<rows, vocab>(ctx_, losses, y_of(s), targets(mb).data(), scale);
       else  // (batch, seq, vocab/tp)
@@ -740,7 +785,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
     std::fill(slot_of_.begin(), slot_of_.end(), npos);
     free_.clear();
     for (std::size_t s = layout_.slots; s-- > 0;) free_.push_back(s);
-    const T scale = static_cast<T>(1.0 / static_cast<double>(rows * M * replicas));
+    const auto scale = static_cast<ops::compute_t<T>>(1.0 / static_cast<double>(rows * Microbatches * replicas));
     double loss_sum = 0;
     const auto list = instructions.list(stage_);
     for (std::size_t i = 0; i < list.size();) {
@@ -764,7 +809,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, M, C
       ++i;
     }
     pp_.broadcast(std::span<double>(&loss_sum, 1), static_cast<int>(P - 1));
-    return loss_sum / static_cast<double>(M);
+    return loss_sum / static_cast<double>(Microbatches);
   }
 
   Comm pp_;

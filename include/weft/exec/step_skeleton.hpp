@@ -12,7 +12,17 @@
 // Dynamic loss scaling (f16 plans, train/loss_scaler.hpp): the micro-batches' loss gradient is
 // multiplied by the scale; the norm is divided by it; a non-finite step (an overflow) halves
 // it and updates nothing; a finite one divides the gradients by it before clipping.
-// data_parallel_step wraps any of them and agrees on the same verdict across its ranks.
+// data_parallel_step wraps any of them and is a skeleton step too: it supplies the optional
+// hooks below, which a local step leaves out —
+//   data_replicas()            ranks that share the step's batch (each micro-batch's gradient
+//                              scale and the tokens/s count them; 1 without)
+//   begin_step()               before the gradients (ZeRO-3 gathers the parameters)
+//   micro_batch_starts(i, k)   before micro-batch i of k (data parallelism reduces during the last)
+//   finish_gradients()         after them (the rest of the reduction)
+//   agree(metrics)             the loss and the non-finite verdict made the same on every rank
+//   agree_accept(ok)           `accept`'s answer, the same on every rank
+//   optimizer_grads()          the gradients the update reads, unscaled and clipped (a ZeRO shard)
+//   scales_loss                whether dynamic loss scaling applies (default: f16 gradients)
 #include "weft/core/dtype.hpp"        // f16
 #include "weft/ops/clip.hpp"          // clip
 #include "weft/ops/fill.hpp"          // zero
@@ -27,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 
 namespace weft {
 
@@ -120,9 +131,15 @@ class step_skeleton {
   std::size_t skipped_steps() const { return skipped_; }
 
   /// The dynamic loss scaler (active for f16 plans with train_options::loss_scale.enabled).
-  const loss_scaler& loss_scale_state() {
+  const loss_scaler& loss_scale_state() const {
     init_scaler();
     return scaler_;
+  }
+  /// Restores the loss scale and its count of good steps (a checkpoint's; ignored when the
+  /// scaler is inactive).
+  void restore_loss_scale(double scale, std::size_t good_steps) {
+    init_scaler();
+    if (scaler_.active()) scaler_.restore(scale, good_steps);
   }
 
   /// Global L2 norm of the gradients; scales them down to grad_clip when above it. Returns the
@@ -130,7 +147,7 @@ class step_skeleton {
   double clip_gradients() {
     Derived& d = self();
     const double norm = std::sqrt(d.grad_norm_squared());
-    auto g = d.grads();
+    auto g = update_grads_of(d);
     ops::clip(d.context(), g.data(), g.size(), norm, d.options().grad_clip);
     return norm;
   }
@@ -146,21 +163,31 @@ class step_skeleton {
     init_scaler();
     constexpr bool scheduled = requires { d.schedule_gradients(fill, fault); };
     const double loss_scale = scheduled ? 1.0 : scaler_.scale();  // 1 unless f16 with scaling on (no pipelines)
+    if constexpr (requires { d.begin_step(); }) d.begin_step();
     step_gradients sg;
     if constexpr (scheduled) sg = d.schedule_gradients(fill, fault);
     else sg = accumulate_micro_batches(fill, fault, loss_scale);
+    if constexpr (requires { d.finish_gradients(); }) d.finish_gradients();
     step_metrics m;
     m.loss = sg.loss;  // the forward's loss: never scaled
     m.loss_scale = loss_scale;
     m.grad_norm = std::sqrt(d.grad_norm_squared()) / loss_scale;
     m.nonfinite = !std::isfinite(m.loss) || !std::isfinite(m.grad_norm);
-    m.skipped = m.nonfinite || !accept(m.loss, m.grad_norm);
+    if constexpr (requires { d.agree(m); }) d.agree(m);  // the same loss and verdict on every rank
+    m.skipped = m.nonfinite;
     if (m.nonfinite) scaler_.update(/*overflow=*/true);
+    if constexpr (!std::is_same_v<std::remove_cvref_t<Accept>, update_always>) {
+      if (!m.skipped) {  // every rank asks (a guard keeps the same history everywhere)
+        bool ok = accept(m.loss, m.grad_norm);
+        if constexpr (requires { d.agree_accept(ok); }) ok = d.agree_accept(ok);
+        m.skipped = !ok;
+      }
+    }
     if (m.skipped) {
       ++skipped_;
       m.lr = d.options().schedule.at(d.step_count(), d.options().optimizer.lr);
     } else {
-      auto g = d.grads();
+      auto g = update_grads_of(d);
       if constexpr (scalable<Derived>) ops::scale(d.context(), g.data(), g.size(), 1.0 / loss_scale);  // unscale
       ops::clip(d.context(), g.data(), g.size(), m.grad_norm, d.options().grad_clip);
       m.lr = d.apply_optimizer();
@@ -169,14 +196,15 @@ class step_skeleton {
     m.skipped_total = skipped_;
     m.step = d.step_count();
     m.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    m.tokens_per_second = static_cast<double>(Derived::rows * sg.micro_batches) / m.seconds;
+    m.tokens_per_second = static_cast<double>(Derived::rows * sg.micro_batches * replicas_of(d)) / m.seconds;
     m.gflops = static_cast<double>(Derived::plan_type::flops_per_token) * m.tokens_per_second * 1e-9;
     return m;
   }
 
   /// The gradients of grad_accum micro-batches, each scaled by fault · loss_scale / (rows ·
-  /// grad_accum) (so that they sum to the gradient of the mean loss, times `fault` and the loss
-  /// scale), and their mean loss (times `fault`, not the loss scale).
+  /// grad_accum · data_replicas) (so that they sum, over the replicas, to the gradient of the
+  /// mean loss, times `fault` and the loss scale), and their mean loss (times `fault`, not the
+  /// loss scale).
   template <class Fill>
   step_gradients accumulate_micro_batches(Fill& fill, double fault, double loss_scale = 1.0) {
     Derived& d = self();
@@ -184,28 +212,49 @@ class step_skeleton {
     ops::zero(d.context(), g.data(), g.size());
     using T = typename decltype(g)::value_type;
     const std::size_t k = d.options().grad_accum;
-    const auto scale = static_cast<ops::compute_t<T>>(fault * loss_scale / static_cast<double>(Derived::rows * k));
+    const auto scale =
+        static_cast<ops::compute_t<T>>(fault * loss_scale / static_cast<double>(Derived::rows * k * replicas_of(d)));
     double loss_sum = 0;
     for (std::size_t i = 0; i < k; ++i) {
       fill(d.tokens(), d.targets());
       if constexpr (requires { d.upload_batch(); }) d.upload_batch();  // an arena in device memory
+      if constexpr (requires { d.micro_batch_starts(i, k); }) d.micro_batch_starts(i, k);
       loss_sum += d.accumulate(scale);
     }
     return {loss_sum / static_cast<double>(k) * fault, k};
   }
 
  private:
-  // Whether the step's gradients are f16: the only element type that scales its loss.
+  // Whether the step scales its loss: its own say (scales_loss), else whether its gradients are
+  // f16, the only element type that scales.
   template <class D>
-  static constexpr bool scalable = requires(D& d) { requires std::same_as<typename decltype(d.grads())::value_type, f16>; };
+  static consteval bool scales_loss_of() {
+    if constexpr (requires { D::scales_loss; }) return D::scales_loss;
+    else return requires(D& d) { requires std::same_as<typename decltype(d.grads())::value_type, f16>; };
+  }
+  template <class D>
+  static constexpr bool scalable = scales_loss_of<D>();
+  // The gradients the update reads (the step's hook, else all of them). Not named like the hook:
+  // nvcc would find this one through the derived step and try to deduce it recursively.
+  static auto update_grads_of(Derived& d) {
+    if constexpr (requires { d.optimizer_grads(); }) return d.optimizer_grads();
+    else return d.grads();
+  }
+  // Ranks sharing the step's batch.
+  static std::size_t replicas_of(Derived& d) {
+    if constexpr (requires { d.data_replicas(); }) return d.data_replicas();
+    else return 1;
+  }
   Derived& self() { return static_cast<Derived&>(*this); }
-  void init_scaler() {
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+  // Made on first use: the derived step's options are not there yet when the base is built.
+  void init_scaler() const {
     if (!scaler_ready_) scaler_ = loss_scaler(self().options().loss_scale, scalable<Derived>);
     scaler_ready_ = true;
   }
   std::size_t calls_ = 0, skipped_ = 0;  // step() calls and skipped steps (not checkpointed)
-  loss_scaler scaler_{};
-  bool scaler_ready_ = false;
+  mutable loss_scaler scaler_{};         // checkpointed (io/checkpoint.hpp)
+  mutable bool scaler_ready_ = false;
 };
 
 }  // namespace weft

@@ -16,11 +16,15 @@
 #include "weft/model/layer.hpp"                  // frame, param_info, tp_group, grad_ready_hook
 #include "weft/model/tensor_parallel_layers.hpp" // vocab_parallel_cross_entropy_*
 #include "weft/ops/adamw.hpp"                    // adamw_step
+#include "weft/ops/cast.hpp"                     // cast (f32 master -> bf16 parameters)
+#include "weft/ops/host_element.hpp"             // compute_t (the micro-batch scale of a bf16 plan)
 #include "weft/ops/clip.hpp"                     // clip
 #include "weft/ops/fill.hpp"                     // zero
 #include "weft/ops/mean_loss.hpp"                // mean_loss
 #include "weft/ops/sum_squares.hpp"              // sum_squares_continue
 #include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards, for_each_shard_index
+#include "weft/exec/arena_frame.hpp"            // arena_frame
+#include "weft/exec/gradient_runs.hpp"          // gradient_runs
 #include "weft/exec/training_step.hpp"          // train_options, step_metrics, initialise_parameters
 
 #include <algorithm>
@@ -40,23 +44,47 @@
 namespace weft {
 
 /// Fills this rank's shard `local_block` with exactly the values the single-process run gives
-/// the same elements (initialise_parameters per name, from `seed`). Its one temporary is the
-/// whole parameter being initialised (a startup peak above the arena: the plan does not count it).
+/// the same elements (initialise_parameters per name, from `seed`), without a temporary: each
+/// parameter's generator skips to the shard's next element (two draws per value).
 template <class T>
 void initialise_shards(std::span<T> local_block, const std::vector<param_info>& local,
                        const std::vector<param_info>& whole, std::size_t tp, std::size_t rank, std::uint64_t seed) {
   for (const auto& p : local) {
     const param_info& w = detail::whole_param(whole, p.name);
-    param_info one = w;  // the whole parameter, alone in a block of its own
-    one.offset = 0;
-    std::vector<T> values(w.size);
-    initialise_parameters(std::span<T>(values), std::vector<param_info>{one}, seed);
-    std::size_t i = 0;  // replicated: the whole parameter
+    if (!w.random_init) {
+      std::fill_n(local_block.data() + p.offset, p.size, static_cast<T>(w.init_constant));
+      continue;
+    }
+    const std::uint64_t stream = detail::param_seed(seed, w.name);
+    splitmix64 g{stream};
+    std::size_t next = 0, i = 0;  // next: the whole parameter's element the generator is at
     for_each_shard_index(w, p.tp_role == role::replicated ? 1 : tp, rank, [&](std::size_t k) {
-      if (i < p.size) local_block[p.offset + i++] = values[k];
+      if (i >= p.size) return;
+      if (k < next) g = splitmix64{stream}, next = 0;  // (the shard maps go forward; kept general)
+      g.discard(2 * (k - next));
+      local_block[p.offset + i++] = static_cast<T>(w.init_stddev * detail::normal01(g));
+      next = k + 1;
     });
   }
 }
+
+namespace detail {
+// Mixed-precision AdamW over runs {offset, size, decay} of a parameter block (as
+// adamw_over_groups): the master and moments (M, e.g. f32) updated from the T gradients, the T
+// parameters written from the new master in the same pass (one rounding); returns the rate.
+template <execution_context Ctx, class T, class M, class Groups>
+double mixed_adamw_over_groups(const Ctx& ctx, const train_options& options, std::size_t& step, M* master, T* params,
+                               const T* grads, M* m, M* v, const Groups& groups) {
+  const auto& o = options.optimizer;
+  const double lr = options.schedule.at(step, o.lr);
+  ++step;
+  for (const auto& g : groups)
+    ops::adamw_step(ctx, master + g.offset, params + g.offset, grads + g.offset, m + g.offset, v + g.offset, g.size,
+                    static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f,
+                    static_cast<int>(step));
+  return lr;
+}
+}  // namespace detail
 
 /// The training step of one of `TP` tensor-parallel ranks for the single-process plan `Plan`
 /// (`SP`: with sequence parallelism). TP and SP default to the plan's strategy<>.
@@ -67,6 +95,11 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   using local_plan = tensor_parallel_plan<Plan, TP, SP>;
   using model = typename local_plan::model;
   using T = typename Plan::value_type;
+  /// Master weights and AdamW moments: T, or f32 under precision<bf16, f32> (as training_step).
+  using M = typename local_plan::master_type;
+  static constexpr bool mixed_precision = local_plan::mixed_precision;
+  /// Per-token losses: float when T is narrower.
+  using L = typename local_plan::loss_type;
   static constexpr std::size_t B = Plan::B, S = Plan::S, rows = Plan::rows, V = Plan::vocab_size;
   static constexpr std::size_t vocab_local = local_plan::vocab_local;
   /// False under ZeRO >= 1 (data_parallel_step holds the optimizer state in shards).
@@ -94,6 +127,7 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     if (options_.grad_accum == 0)
       throw std::invalid_argument("weft::tensor_parallel_step: grad_accum is 0. Use at least 1 micro-batch per step.");
     std::memset(arena_.get(), 0, local_plan::bytes_per_rank);
+    std::vector<gradient_runs::run> replicated_params;
     for (const auto& p : infos_) {
       if (!groups_.empty() && groups_.back().decay == p.decay && groups_.back().offset + groups_.back().size == p.offset)
         groups_.back().size += p.size;
@@ -104,11 +138,22 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
           replicated_.back().size += p.size;  // runs, for the norm
         else
           replicated_.push_back({p.offset, p.size});
-        replicated_params_.push_back({p.offset, p.size});
+        replicated_params.push_back({p.offset, p.size});
       }
     }
-    std::reverse(replicated_params_.begin(), replicated_params_.end());  // backward finishes them last-first
-    initialise_shards(params(), infos_, whole_infos_, TP, tp_rank(), options_.seed);
+    replicated_params_ = gradient_runs(std::move(replicated_params));
+    if constexpr (mixed_precision && optimizer_state_in_arena) {
+      // The f32 master shard is initialised; the T parameters are its rounded copy.
+      initial_values(master());
+      ops::cast(ctx_, section(local_plan::params), section<M>(local_plan::master), local_plan::param_count);
+    } else if constexpr (mixed_precision) {
+      // No master section (ZeRO's shards hold it): the same rounded values.
+      std::vector<M> values(local_plan::param_count);
+      initial_values(std::span<M>(values));
+      ops::cast(ctx_, section(local_plan::params), values.data(), local_plan::param_count);
+    } else {
+      initialise_shards(params(), infos_, whole_infos_, TP, tp_rank(), options_.seed);
+    }
   }
 
   tensor_parallel_step(tensor_parallel_step&&) noexcept = default;
@@ -120,16 +165,24 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   }
   std::span<T> params() const { return {section(local_plan::params), local_plan::param_count}; }
   std::span<T> grads() const { return {section(local_plan::grads), local_plan::param_count}; }
-  /// The AdamW moments of the shard (only when the arena holds them: not under ZeRO >= 1).
-  std::span<T> adam_m() const
+  /// The AdamW moments of the shard, in M (only when the arena holds them: not under ZeRO >= 1).
+  std::span<M> adam_m() const
     requires local_plan::optimizer_state_in_arena
   {
-    return {section(local_plan::adam_m), local_plan::state.moments};
+    return {section<M>(local_plan::adam_m), local_plan::state.moments};
   }
-  std::span<T> adam_v() const
+  std::span<M> adam_v() const
     requires local_plan::optimizer_state_in_arena
   {
-    return {section(local_plan::adam_v), local_plan::state.moments};
+    return {section<M>(local_plan::adam_v), local_plan::state.moments};
+  }
+  /// The optimizer's f32 copy of the shard (mixed precision without ZeRO only; empty otherwise).
+  std::span<M> master() const { return {section<M>(local_plan::master), local_plan::state.master}; }
+  /// Writes the initial values of this rank's shard in M into `out` (params().size() elements):
+  /// the single-process run's values of the same elements. A mixed-precision master starts from
+  /// them (data_parallel_step's ZeRO master shards too); the T parameters are their rounding.
+  void initial_values(std::span<M> out) const {
+    initialise_shards(out, infos_, whole_infos_, TP, tp_rank(), options_.seed);
   }
   /// The whole micro-batch's (batch, seq) ids: the same on every rank of the tp group.
   std::span<std::int32_t, rows> tokens() const { return std::span<std::int32_t, rows>{section<std::int32_t>(local_plan::tokens), rows}; }
@@ -158,17 +211,9 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
 
   /// The model's frame over this arena (grads: whether backward may write gradients).
   frame_type root_frame(bool with_grads = true) {
-    frame_type f;
-    f.params = section(local_plan::params);
-    f.grads = with_grads ? section(local_plan::grads) : nullptr;
-    f.kept = section(local_plan::kept);
-    f.scratch = section(local_plan::scratch);
-    f.root_params = f.params;
-    f.root_grads = f.grads;
-    f.tokens = section<std::int32_t>(local_plan::tokens);
+    frame_type f = arena_frame<frame_type, local_plan>(arena_.get(), ctx_, with_grads);
     f.tp = tp_.get();
     if (with_grads && (SP || grad_ready_)) f.grad_ready = {&tensor_parallel_step::on_grads_final, this};
-    f.ctx = ctx_;
     return f;
   }
 
@@ -178,7 +223,7 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   /// Mean loss of the micro-batch in tokens()/targets(), forward only.
   double loss() {
     forward();
-    T* losses = section(local_plan::losses);
+    L* losses = section<L>(local_plan::losses);
     vocab_parallel_cross_entropy_forward<rows, vocab_local>(ctx_, *tp_, losses, section(local_plan::logits),
                                                                   section<std::int32_t>(local_plan::targets),
                                                                   section<double>(local_plan::loss_work));
@@ -187,17 +232,17 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
 
   /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to
   /// grads(); returns its mean loss.
-  double accumulate(T scale) {
+  double accumulate(ops::compute_t<T> scale) {
     if constexpr (SP) {
       // The sum over tp below adds every rank's share; rank 0 alone carries the earlier
       // micro-batches' sums, so that accumulation counts them once.
       if (tp_rank() != 0)
         for (const auto& r : replicated_) ops::zero(ctx_, section(local_plan::grads) + r.offset, r.size);
-      next_replicated_ = 0;
+      replicated_params_.restart();
     }
     const frame_type f = root_frame(true);
     T* logits = section(local_plan::logits);
-    T* losses = section(local_plan::losses);
+    L* losses = section<L>(local_plan::losses);
     model::forward(f, nullptr, logits);  // (batch, seq, vocab/tp)
     vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(ctx_, *tp_, losses, logits,
                                                                            section<std::int32_t>(local_plan::targets), scale,
@@ -241,8 +286,13 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   double apply_optimizer()
     requires local_plan::optimizer_state_in_arena
   {
-    return detail::adamw_over_groups(ctx_, options_, step_, section(local_plan::params), section(local_plan::grads),
-                                           section(local_plan::adam_m), section(local_plan::adam_v), groups_);
+    if constexpr (mixed_precision)
+      return detail::mixed_adamw_over_groups(ctx_, options_, step_, section<M>(local_plan::master),
+                                             section(local_plan::params), section(local_plan::grads),
+                                             section<M>(local_plan::adam_m), section<M>(local_plan::adam_v), groups_);
+    else
+      return detail::adamw_over_groups(ctx_, options_, step_, section(local_plan::params), section(local_plan::grads),
+                                             section(local_plan::adam_m), section(local_plan::adam_v), groups_);
   }
 
 
@@ -251,6 +301,11 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   /// elements, laid out as Plan::parameters()) from every rank's shard.
   void gather_parameters(std::span<T> whole) const {
     gather_shards(*tp_, std::span<const T>(params()), infos_, whole_infos_, whole);
+  }
+  /// Collective over the tp group: the single-process block of the f32 master weights (mixed
+  /// precision without ZeRO: master() is not empty), as gather_parameters.
+  void gather_master(std::span<M> whole) const {
+    gather_shards(*tp_, std::span<const M>(master()), infos_, whole_infos_, whole);
   }
   /// This rank's shard from a single-process parameter block (e.g. a loaded checkpoint).
   void load_parameters(std::span<const T> whole) {
@@ -266,19 +321,11 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     if constexpr (SP) s.reduce_replicated(from);
     if (s.grad_ready_) s.grad_ready_(from);
   }
-  // All-reduces the replicated parameters at offsets >= from not yet reduced in this backward,
-  // adjacent ones in one call.
+  // All-reduces the replicated parameters at offsets >= from not yet reduced in this backward
+  // (gradient_runs.hpp).
   void reduce_replicated(std::size_t from) {
     T* g = section(local_plan::grads);
-    while (next_replicated_ < replicated_params_.size() && replicated_params_[next_replicated_].offset >= from) {
-      std::size_t lo = replicated_params_[next_replicated_].offset;
-      const std::size_t hi = lo + replicated_params_[next_replicated_].size;
-      ++next_replicated_;
-      while (next_replicated_ < replicated_params_.size() && replicated_params_[next_replicated_].offset >= from &&
-             replicated_params_[next_replicated_].offset + replicated_params_[next_replicated_].size == lo)
-        lo = replicated_params_[next_replicated_++].offset;
-      tp_->all_reduce_sum(g + lo, hi - lo);
-    }
+    replicated_params_.take_final(from, [&](std::size_t at, std::size_t n) { tp_->all_reduce_sum(g + at, n); });
   }
 
   train_options options_;
@@ -289,8 +336,7 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   std::vector<group> groups_;
   std::vector<run> replicated_;         // runs of replicated parameters, by offset
   std::vector<run> no_runs_;
-  std::vector<run> replicated_params_;  // each replicated parameter, last first
-  std::size_t next_replicated_ = 0;
+  gradient_runs replicated_params_;     // each replicated parameter
   std::size_t step_ = 0;
   grad_ready_hook grad_ready_{};
 };

@@ -8,6 +8,7 @@
 // optimizer step, no step count, no learning-rate advance; the next step retries with the next
 // batch (step_metrics::skipped). An optional predicate `accept(loss, grad_norm)` (a spike_guard,
 // train/stability.hpp) may reject a finite step the same way.
+#include "weft/exec/arena_frame.hpp"    // arena_frame
 #include "weft/exec/context.hpp"        // host_context
 #include "weft/exec/memory.hpp"         // context_buffer, copy_to_context, copy_from_context
 #include "weft/model/layer.hpp"          // frame, param_info
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <type_traits>
 #include <new>
 #include <span>
 #include <stdexcept>
@@ -87,6 +89,31 @@ void initialise_parameters(std::span<T> params, const std::vector<param_info>& i
   }
 }
 
+/// Elements [begin, begin + out.size()) of the parameter block as initialise_parameters gives
+/// them, computed in `Via` and converted to the element type of `out` (Via = f32 into bf16:
+/// the rounded copy of the f32 master, as ops::cast makes it; Via = void: computed in the
+/// element type itself). No temporary: each parameter's generator skips to the range's first
+/// element, so a rank initialises its shard alone.
+template <class Via = void, class Out>
+void initialise_parameter_range(std::span<Out> out, std::size_t begin, const std::vector<param_info>& infos,
+                                std::uint64_t seed) {
+  using V = std::conditional_t<std::is_void_v<Via>, Out, Via>;
+  const std::size_t end = begin + out.size();
+  for (const auto& p : infos) {
+    const std::size_t lo = std::max(p.offset, begin), hi = std::min(p.offset + p.size, end);
+    if (lo >= hi) continue;
+    Out* dst = out.data() + (lo - begin);
+    if (!p.random_init) {
+      std::fill_n(dst, hi - lo, static_cast<Out>(static_cast<V>(p.init_constant)));
+      continue;
+    }
+    splitmix64 g{detail::param_seed(seed, p.name)};
+    g.discard(2 * (lo - p.offset));  // each value draws two
+    for (std::size_t i = 0; i < hi - lo; ++i)
+      dst[i] = static_cast<Out>(static_cast<V>(p.init_stddev * detail::normal01(g)));
+  }
+}
+
 /// The training step of `Plan`, its ops run by an execution context: the host (default), or a
 /// device backend's (training_step<Plan, cuda::cuda_context>, backend/cuda/ops.cuh). Where the
 /// context's memory is not the host's, the arena lives there and tokens()/targets() are host
@@ -133,10 +160,9 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
       initialise_parameters(master(), infos_, options_.seed);
       ops::cast(ctx_, section(Plan::params), section<M>(Plan::master), Plan::param_count);
     } else if constexpr (mixed_precision) {
-      // No master section (ZeRO keeps the optimizer state in shards): the same rounded values.
-      std::vector<M> master_values(Plan::param_count);
-      initialise_parameters(std::span<M>(master_values), infos_, options_.seed);
-      ops::cast(ctx_, section(Plan::params), master_values.data(), Plan::param_count);
+      // No master section (ZeRO keeps the optimizer state in shards): the same rounded values,
+      // computed in M and rounded element by element (no model-sized temporary).
+      initialise_parameter_range<M>(params(), 0, infos_, options_.seed);
     } else {
       initialise_parameters(params(), infos_, options_.seed);
     }
@@ -204,16 +230,8 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
 
   /// The model's frame over this arena (grads: whether backward may write gradients).
   frame_type root_frame(bool with_grads = true) const {
-    frame_type f;
-    f.params = section(Plan::params);
-    f.grads = with_grads ? section(Plan::grads) : nullptr;
-    f.kept = section(Plan::kept);
-    f.scratch = section(Plan::scratch);
-    f.root_params = f.params;
-    f.root_grads = f.grads;
-    f.tokens = section<std::int32_t>(Plan::tokens);
+    frame_type f = arena_frame<frame_type, Plan>(arena_.get(), ctx_, with_grads);
     if (with_grads) f.grad_ready = grad_ready_;
-    f.ctx = ctx_;
     return f;
   }
 
@@ -280,13 +298,14 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   // a host arena gets) and copied in; the T parameters are the master's rounded copy.
   void initialise_through_host() {
     if constexpr (mixed_precision) {
-      std::vector<M> master_values(Plan::param_count);
-      initialise_parameters(std::span<M>(master_values), infos_, options_.seed);
       std::vector<T> rounded(Plan::param_count);
-      ops::cast(host_context{}, rounded.data(), master_values.data(), Plan::param_count);
+      initialise_parameter_range<M>(std::span<T>(rounded), 0, infos_, options_.seed);
       copy_to_context(ctx_, section(Plan::params), rounded.data(), rounded.size() * sizeof(T));
-      if constexpr (Plan::optimizer_state_in_arena)
+      if constexpr (Plan::optimizer_state_in_arena) {
+        std::vector<M> master_values(Plan::param_count);
+        initialise_parameters(std::span<M>(master_values), infos_, options_.seed);
         copy_to_context(ctx_, section<M>(Plan::master), master_values.data(), master_values.size() * sizeof(M));
+      }
     } else {
       std::vector<T> values(Plan::param_count);
       initialise_parameters(std::span<T>(values), infos_, options_.seed);

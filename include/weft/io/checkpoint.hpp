@@ -20,6 +20,10 @@
 // own slices (distributed_checkpoint.hpp); save_checkpoint(training_step, ...) runs it in a world
 // of one. load_checkpoint(training_step, ...) verifies the manifest's sizes and checksums when
 // there is one (files from other tools have none).
+// Mixed precision (precision<bf16, f32>): the files hold the f32 master weights as the model's
+// tensors and the f32 moments, so a checkpoint of a mixed run is the checkpoint of an f32 run
+// (either loads into the other); loading sets the master and the bf16 parameters as its rounded
+// copy, as training keeps them.
 // Resuming restores all of it, so the loss curve continues bit for bit. Loading checks the
 // model, every tensor's presence, shape and dtype, and the step first; on error the training
 // step is left unchanged.
@@ -34,6 +38,7 @@
 #include "weft/io/checkpoint_manifest.hpp"     // ckpt_manifest, ckpt_manifest_json, ckpt_parse_manifest
 #include "weft/io/checkpoint_model.hpp"        // model_signature, export_name, write_hf_config
 #include "weft/io/safetensors.hpp"             // safetensors_writer, safetensors_file
+#include "weft/ops/cast.hpp"                   // cast (mixed precision: the parameters from the master)
 #include "weft/exec/training_step.hpp"        // training_step
 
 #include <fcntl.h>
@@ -69,6 +74,11 @@ namespace weft {
 /// Where training stands besides the tensors.
 struct checkpoint_state {
   sampler_state sampler{};
+  /// The dynamic loss scale of an f16 run and its good steps since the last change (set by
+  /// save_checkpoint from the step; 0: none). Restored by load_checkpoint, so that an f16 run
+  /// resumes with the scale it had.
+  double loss_scale = 0;
+  std::size_t loss_scale_good_steps = 0;
 };
 
 namespace detail {
@@ -147,27 +157,43 @@ std::vector<std::string> checked_weight_names(const safetensors_file& f) {
   return names;
 }
 
+// Under mixed precision the values are read in the master type: into the master weights (when
+// the step has them) and, rounded once, into the parameters.
 template <class Plan>
 void load_weights_from(training_step<Plan>& st, const safetensors_file& f) {
   using T = typename Plan::value_type;
+  using M = typename Plan::master_type;  // T unless mixed precision
   const std::vector<std::string> names = checked_weight_names<Plan>(f);
-  std::vector<T> tmp;
+  std::vector<M> tmp, whole;
   std::size_t i = 0;
   for (const param_info& p : st.parameter_infos()) {
     const std::string& name = names[i++];
-    T* dst = st.params().data() + p.offset;
+    M* dst = nullptr;
+    if constexpr (std::is_same_v<T, M>) {
+      dst = st.params().data() + p.offset;
+    } else {
+      whole.resize(p.size);
+      dst = st.master().empty() ? whole.data() : st.master().data() + p.offset;
+    }
     if (p.export_as == export_layout::transposed && p.shape.size() == 2) {
       tmp.resize(p.size);
-      f.read_as(name, std::span<T>(tmp));
+      f.read_as(name, std::span<M>(tmp));
       const std::size_t rows = p.shape[0], cols = p.shape[1];  // file (in=cols, out=rows)
       for (std::size_t c = 0; c < cols; ++c)
         for (std::size_t r = 0; r < rows; ++r) dst[r * cols + c] = tmp[c * rows + r];
     } else {
-      f.read_as(name, std::span<T>(dst, p.size));
+      f.read_as(name, std::span<M>(dst, p.size));
     }
+    if constexpr (!std::is_same_v<T, M>) ops::cast(host_context{}, st.params().data() + p.offset, dst, p.size);
   }
 }
 
+// A double written so that it reads back exactly (the shortest round-trip form).
+inline std::string ckpt_double_text(double x) {
+  char b[64];
+  const auto r = std::to_chars(b, b + sizeof b, x);
+  return std::string(b, r.ptr);
+}
 // A non-negative integer from checkpoint metadata.
 inline std::uint64_t parse_count(const std::string& text, const std::string& key, const std::string& file) {
   std::uint64_t v = 0;
@@ -177,6 +203,21 @@ inline std::uint64_t parse_count(const std::string& text, const std::string& key
                            "', not a non-negative integer");
   return v;
 }
+// The loss scale in an optimizer file's metadata, if any, into `cs`.
+inline void ckpt_read_loss_scale(const std::map<std::string, std::string>& md, checkpoint_state& cs,
+                                 const std::string& file) {
+  const auto it = md.find("loss_scale");
+  if (it == md.end()) return;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), v);
+  if (ec != std::errc{} || end != it->second.data() + it->second.size() || !(v > 0))
+    throw checkpoint_error("weft::load_checkpoint: " + file + ": metadata 'loss_scale' is '" + it->second +
+                           "', not a positive number");
+  const auto g = md.find("loss_scale_good_steps");
+  cs.loss_scale = v;
+  cs.loss_scale_good_steps = g == md.end() ? 0 : parse_count(g->second, "loss_scale_good_steps", file);
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -218,7 +259,7 @@ constexpr bool ckpt_float_v = std::is_same_v<T, float> || std::is_same_v<T, doub
 // sampler position, which the caller has made equal everywhere).
 template <class Plan>
 std::array<ckpt_file, 2> ckpt_plan_files(std::uint64_t step, const checkpoint_state& cs) {
-  using T = typename Plan::value_type;
+  using T = typename Plan::master_type;  // the files hold the master weights (T unless mixed precision)
   using M = typename Plan::model;
   const auto whole = Plan::parameters();
   const std::string dtype(st_dtype_name<T>());
@@ -240,6 +281,10 @@ std::array<ckpt_file, 2> ckpt_plan_files(std::uint64_t step, const checkpoint_st
   ow.set_metadata("step", std::to_string(step));
   ow.set_metadata("sampler_seed", std::to_string(cs.sampler.seed));
   ow.set_metadata("sampler_step", std::to_string(cs.sampler.step));
+  if (cs.loss_scale > 0) {  // f16 with dynamic loss scaling
+    ow.set_metadata("loss_scale", ckpt_double_text(cs.loss_scale));
+    ow.set_metadata("loss_scale_good_steps", std::to_string(cs.loss_scale_good_steps));
+  }
   std::array<ckpt_file, 2> files;
   files[0].name = "model.safetensors";
   files[1].name = "optimizer.safetensors";
@@ -274,15 +319,19 @@ std::array<ckpt_file, 2> ckpt_plan_files(std::uint64_t step, const checkpoint_st
 
 // ---- what one rank holds: its local parameter block and where each element belongs ----
 
+// T: the files' element type, the master type (f32 under precision<bf16, f32>).
 template <class T>
 struct ckpt_local {
   std::vector<param_info> infos;     // the local parameters: single-process names, local offsets
+  std::size_t size = 0;              // elements of the local parameter block
   std::size_t tp = 1, tp_rank = 0;   // the shard maps' arguments
   std::size_t ep = 1, ep_rank = 0;   // expert parallelism: this rank holds experts [r·E/ep, (r+1)·E/ep)
   std::vector<char> counted;         // per local element: written by this rank if in its dp shard
   std::size_t shard_begin = 0, shard_end = 0;  // this dp rank's run of the local block
-  std::span<T> params;               // the local block (every element, every rank)
-  std::span<T> master;               // ZeRO-3: the shard's master copy; empty otherwise
+  std::span<T> params;               // the local block (every element, every rank), in T: the parameters,
+                                     // or the local step's master weights (mixed precision, ZeRO-0);
+                                     // empty under mixed precision with ZeRO >= 1 (the master is a shard)
+  std::span<T> master;               // the shard's master copy (ZeRO-3; mixed precision, ZeRO >= 1); else empty
   std::span<T> m, v;                 // moments: of the whole block, or of the shard (ZeRO >= 1)
   std::size_t moment_base = 0;       // local element of m[0]
 };
@@ -494,12 +543,14 @@ std::array<ckpt_file, 2> ckpt_check_files(const std::filesystem::path& dir, cons
 
 // What a training_step holds: everything (a world of one).
 template <class Plan>
-ckpt_local<typename Plan::value_type> ckpt_local_of(const training_step<Plan>& st) {
-  ckpt_local<typename Plan::value_type> v;
+ckpt_local<typename Plan::master_type> ckpt_local_of(const training_step<Plan>& st) {
+  ckpt_local<typename Plan::master_type> v;
   v.infos = st.parameter_infos();
-  v.params = st.params();
-  v.counted.assign(v.params.size(), 1);
-  v.shard_end = v.params.size();
+  if constexpr (Plan::mixed_precision) v.params = st.master();
+  else v.params = st.params();
+  v.size = st.params().size();
+  v.counted.assign(v.size, 1);
+  v.shard_end = v.size;
   v.m = st.adam_m();
   v.v = st.adam_v();
   return v;
@@ -511,7 +562,7 @@ ckpt_local<typename Plan::value_type> ckpt_local_of(const training_step<Plan>& s
 // written, fsynced and checksummed, and writes the manifest last. `cs` and `strategy` (the
 // manifest's saved_under) must be the same on every rank. Failures: a checkpoint_error on every rank.
 template <class Plan, communicator Comm>
-void ckpt_write_files(Comm& world, const ckpt_local<typename Plan::value_type>& local, const std::filesystem::path& dir,
+void ckpt_write_files(Comm& world, const ckpt_local<typename Plan::master_type>& local, const std::filesystem::path& dir,
                       std::uint64_t n, const checkpoint_state& cs, const std::string& strategy) {
   namespace fs = std::filesystem;
   const auto files = ckpt_plan_files<Plan>(n, cs);
@@ -648,14 +699,18 @@ void load_weights(training_step<Plan>& st, const std::filesystem::path& file) {
 /// world of one. Each file is written under a temporary name and renamed; the manifest is last.
 template <class Plan>
 void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path& dir, const checkpoint_state& cs = {}) {
-  using T = typename Plan::value_type;
-  static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
-                "weft::save_checkpoint: checkpoints hold f32 or f64 plans (not precision<bf16, f32> yet). Use precision<float> or precision<double>.");
+  static_assert(detail::ckpt_float_v<typename Plan::master_type>,
+                "weft::save_checkpoint: checkpoints hold f32 or f64 weights: an f16 or bf16 plan needs f32 master weights. Use precision<float>, precision<double> or precision<bf16, f32>.");
+  static_assert(Plan::optimizer_state_in_arena,
+                "weft::save_checkpoint: this training_step's optimizer state is held by data_parallel_step (ZeRO >= 1). Save the distributed step (distributed_checkpoint.hpp).");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw checkpoint_error("weft::save_checkpoint: cannot create " + dir.string() + " (" + ec.message() + ")");
   single_world world;
-  detail::ckpt_write_files<Plan>(world, detail::ckpt_local_of(st), dir, st.step_count(), cs,
+  checkpoint_state with_scale = cs;
+  with_scale.loss_scale = st.loss_scale_state().active() ? st.loss_scale_state().scale() : 0.0;
+  with_scale.loss_scale_good_steps = st.loss_scale_state().good_steps();
+  detail::ckpt_write_files<Plan>(world, detail::ckpt_local_of(st), dir, st.step_count(), with_scale,
                                  "{\"world\": 1, \"dp\": 1, \"tp\": 1, \"pp\": 1, \"zero\": 0, \"sequence_parallel\": false}");
 }
 
@@ -663,7 +718,9 @@ void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path&
 /// Checks everything (model, tensors, shapes, step) before changing `st`: on error it is unchanged.
 template <class Plan>
 checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem::path& dir) {
-  using T = typename Plan::value_type;
+  using T = typename Plan::master_type;  // the master weights and moments (T unless mixed precision)
+  static_assert(detail::ckpt_float_v<T>,
+                "weft::load_checkpoint: checkpoints hold f32 or f64 weights: an f16 or bf16 plan needs f32 master weights. Use precision<float>, precision<double> or precision<bf16, f32>.");
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec))
     throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " does not exist (no checkpoint there)");
@@ -689,6 +746,7 @@ checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem:
   const std::uint64_t step = detail::parse_count(get("step"), "step", opt_path.string());
   cs.sampler.seed = detail::parse_count(get("sampler_seed"), "sampler_seed", opt_path.string());
   cs.sampler.step = detail::parse_count(get("sampler_step"), "sampler_step", opt_path.string());
+  detail::ckpt_read_loss_scale(md, cs, opt_path.string());
   // The moments: present, in weft's shapes, floating point.
   for (const param_info& p : st.parameter_infos()) {
     const std::vector<std::int64_t> shape(p.shape.begin(), p.shape.end());
@@ -718,6 +776,7 @@ checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem:
     opt.read_as("v." + p.name, std::span<T>(st.adam_v().data() + p.offset, p.size));
   }
   st.set_step_count(static_cast<std::size_t>(step));
+  if (cs.loss_scale > 0) st.restore_loss_scale(cs.loss_scale, cs.loss_scale_good_steps);
   return cs;
 }
 

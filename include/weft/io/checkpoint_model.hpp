@@ -3,6 +3,7 @@
 // The signature and structure a load must match, the names and layouts tensors are exported
 // under (Hugging Face GPT-2's for `gpt` models, or a model's export_name hook), and config.json
 // (GPT2Config, a model's write_config hook, or weft's description), written with nlohmann-json.
+#include "weft/core/dtype.hpp"          // bf16, f16
 #include "weft/io/checkpoint_error.hpp"  // checkpoint_error
 #include "weft/io/json.hpp"              // json (config.json)
 #include "weft/model/layer.hpp"          // param_info
@@ -18,15 +19,20 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace weft::detail {
 
+// The safetensors dtype of an element type weft saves.
 template <class T>
 constexpr std::string_view st_dtype_name() {
-  if constexpr (sizeof(T) == 8) return "F64";
-  else return "F32";
+  if constexpr (std::is_same_v<T, double>) return "F64";
+  else if constexpr (std::is_same_v<T, float>) return "F32";
+  else if constexpr (std::is_same_v<T, bf16>) return "BF16";
+  else if constexpr (std::is_same_v<T, f16>) return "F16";
+  else static_assert(sizeof(T) == 0, "weft: safetensors holds f64, f32, bf16 or f16 parameters.");
 }
 
 // The optional facts of a model (a language_model need not name its family, kv heads or ffn).

@@ -18,6 +18,11 @@
 //   other than 0, the last pipeline stage's copy of a tied embedding), so each element once;
 //   the moments come from the shard vectors of ZeRO >= 1, the parameters from the master shard
 //   under ZeRO-3.
+// Mixed precision (precision<bf16, f32>): the files hold the f32 master weights and moments, as
+// a single process saves them (checkpoint.hpp): the master of the local step's arena under
+// ZeRO-0, else data_parallel_step's master shard. Loading restores the master and rewrites the
+// bf16 parameters from it (data_parallel_step::params_from_master: each rank rounds its shard,
+// then they are all-gathered), so a mixed run resumes as it would have continued.
 // Under expert parallelism (expert_parallel<"ep">, plan::ep > 1) a rank holds E/ep experts of
 // every moe_mlp; the files are still the whole model's (Plan::model_type as one process writes
 // it: the same signature, structure, config.json and tensors, all E experts), so that they load
@@ -107,7 +112,8 @@ struct ckpt_logical_plan {
 template <class Plan>
   requires(Plan::ep > 1)
 struct ckpt_logical_plan<Plan> {
-  using type = plan<typename Plan::model_type, typename Plan::batch_type, precision<typename Plan::value_type>>;
+  using type = plan<typename Plan::model_type, typename Plan::batch_type,
+                    precision<typename Plan::value_type, typename Plan::master_type>>;
 };
 template <class Plan>
 using ckpt_logical_plan_t = typename ckpt_logical_plan<Plan>::type;
@@ -116,11 +122,14 @@ using ckpt_logical_plan_t = typename ckpt_logical_plan<Plan>::type;
 // block), which of its elements it writes (its dp shard, minus norm_skipped()), and where the
 // moments and, under ZeRO-3, the master parameters live.
 template <class Plan, class Comm>
-ckpt_local<typename Plan::value_type> ckpt_local_of(distributed_step<Plan, Comm>& ds) {
-  using T = typename Plan::value_type;
+ckpt_local<typename Plan::master_type> ckpt_local_of(distributed_step<Plan, Comm>& ds) {
+  using M = typename Plan::master_type;  // the files' type (the value type unless mixed precision)
   auto& dp = ds.inner();
   auto& loc = dp.local();
-  ckpt_local<T> v;
+  using dp_type = std::remove_reference_t<decltype(dp)>;
+  constexpr bool mixed = dp_type::mixed_precision;
+  constexpr std::size_t zero = dp_type::zero_stage;
+  ckpt_local<M> v;
   v.infos = loc.parameter_infos();
   if constexpr (requires { loc.tp_rank(); }) {
     v.tp = Plan::tp;
@@ -130,14 +139,16 @@ ckpt_local<typename Plan::value_type> ckpt_local_of(distributed_step<Plan, Comm>
     v.ep = loc.expert_size();
     v.ep_rank = loc.expert_rank();
   }
-  v.params = loc.params();
-  v.counted.assign(v.params.size(), 1);
+  if constexpr (!mixed) v.params = loc.params();
+  else if constexpr (zero == 0) v.params = loc.master();  // the local step's f32 master
+  v.size = loc.params().size();
+  v.counted.assign(v.size, 1);
   if constexpr (requires { loc.norm_skipped(); })
     for (const auto& r : loc.norm_skipped())
       std::fill_n(v.counted.begin() + static_cast<std::ptrdiff_t>(r.offset), r.size, char{0});
   v.shard_begin = dp.shard_begin();
   v.shard_end = dp.shard_begin() + dp.shard_size();
-  if constexpr (std::remove_reference_t<decltype(dp)>::zero_stage >= 1) {
+  if constexpr (zero >= 1) {
     v.m = dp.moments_m();
     v.v = dp.moments_v();
     v.moment_base = v.shard_begin;
@@ -145,7 +156,7 @@ ckpt_local<typename Plan::value_type> ckpt_local_of(distributed_step<Plan, Comm>
     v.m = loc.adam_m();
     v.v = loc.adam_v();
   }
-  if constexpr (std::remove_reference_t<decltype(dp)>::zero_stage == 3) v.master = dp.master_shard();
+  if constexpr (zero == 3 || (mixed && zero >= 1)) v.master = dp.master_shard();
   return v;
 }
 
@@ -186,9 +197,8 @@ inline std::filesystem::path ckpt_resolve(const std::filesystem::path& path) {
 template <class Plan, class Comm>
 std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& world, const std::filesystem::path& root,
                                       checkpoint_state cs = {}, const checkpoint_options& opt = {}) {
-  using T = typename Plan::value_type;
-  static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
-                "weft::save_checkpoint: distributed checkpoints hold f32 or f64 plans (no mixed precision yet). Use precision<float> or precision<double>.");
+  static_assert(detail::ckpt_float_v<typename Plan::master_type>,
+                "weft::save_checkpoint: checkpoints hold f32 or f64 weights: an f16 or bf16 plan needs f32 master weights. Use precision<float>, precision<double> or precision<bf16, f32>.");
   using logical = detail::ckpt_logical_plan_t<Plan>;  // the files' plan: the whole model in one process
   namespace fs = std::filesystem;
   const std::uint64_t n = step.inner().step_count();
@@ -196,6 +206,9 @@ std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& 
   std::int64_t pos[2] = {static_cast<std::int64_t>(cs.sampler.seed), static_cast<std::int64_t>(cs.sampler.step)};
   world.broadcast(std::span<std::int64_t>(pos, 2), 0);
   cs.sampler = {static_cast<std::uint64_t>(pos[0]), static_cast<std::uint64_t>(pos[1])};
+  const auto& scaler = step.inner().loss_scale_state();  // the same on every rank (a collective verdict)
+  cs.loss_scale = scaler.active() ? scaler.scale() : 0.0;
+  cs.loss_scale_good_steps = scaler.good_steps();
   const fs::path final_dir = root / detail::step_dir_name(n);
   const fs::path tmp = root / ("." + detail::step_dir_name(n) + ".tmp");
 
@@ -251,15 +264,16 @@ std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& 
 /// on a checkpoint_error (the same line on every rank) `step` is as it was.
 template <class Plan, class Comm>
 checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world, const std::filesystem::path& path) {
-  using T = typename Plan::value_type;
-  static_assert(detail::ckpt_float_v<T> && std::is_same_v<T, typename Plan::master_type>,
-                "weft::load_checkpoint: distributed checkpoints hold f32 or f64 plans (no mixed precision yet). Use precision<float> or precision<double>.");
+  using T = typename Plan::master_type;  // the master weights and moments (the value type unless mixed precision)
+  static_assert(detail::ckpt_float_v<T>,
+                "weft::load_checkpoint: checkpoints hold f32 or f64 weights: an f16 or bf16 plan needs f32 master weights. Use precision<float>, precision<double> or precision<bf16, f32>.");
   using logical = detail::ckpt_logical_plan_t<Plan>;  // the files' plan: the whole model in one process
   auto local = detail::ckpt_local_of(step);
   detail::ckpt_staged<T> staged;
   std::filesystem::path dir;
   detail::ckpt_manifest man;
   std::array<detail::ckpt_file, 2> files;
+  checkpoint_state loaded;  // the loss scale of an f16 run
 
   // 1. Every rank: which checkpoint, its manifest, the files' headers against this model.
   detail::ckpt_agree(world, detail::ckpt_try([&] {
@@ -268,6 +282,8 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
       throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " has no manifest.json (an unfinished save?)");
     man = detail::ckpt_parse_manifest(dir / "manifest.json");
     files = detail::ckpt_check_files<logical>(dir, man);
+    detail::ckpt_read_loss_scale(safetensors_file::open(dir / "optimizer.safetensors").metadata(), loaded,
+                                 (dir / "optimizer.safetensors").string());
   }));
 
   // 2. Checksums in parallel: tensor i by rank i mod N; headers and config.json by rank 0.
@@ -306,7 +322,7 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
   detail::ckpt_agree(world, detail::ckpt_try([&] {
     const auto whole = logical::parameters();
     const auto index = detail::ckpt_whole_index(whole);
-    staged.params.resize(local.params.size());
+    staged.params.resize(local.size);
     staged.m.resize(local.m.size());
     staged.v.resize(local.v.size());
     std::vector<std::pair<std::uint64_t, T*>> model_items, opt_items;
@@ -337,15 +353,17 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
     detail::ckpt_read_runs(opt_in, opt_items, files[1].tensors.front().elem);
   }));
 
-  // 4. Everyone succeeded: commit.
-  std::copy(staged.params.begin(), staged.params.end(), local.params.begin());
+  // 4. Everyone succeeded: commit. (Mixed precision: the master, then the bf16 parameters from it.)
+  if (!local.params.empty()) std::copy(staged.params.begin(), staged.params.end(), local.params.begin());
   if (!local.master.empty())
     std::copy_n(staged.params.begin() + static_cast<std::ptrdiff_t>(local.shard_begin), local.master.size(),
                 local.master.begin());
   std::copy(staged.m.begin(), staged.m.end(), local.m.begin());
   std::copy(staged.v.begin(), staged.v.end(), local.v.begin());
+  if constexpr (std::remove_reference_t<decltype(step.inner())>::mixed_precision) step.inner().params_from_master();
   step.inner().local().set_step_count(static_cast<std::size_t>(man.step));
-  checkpoint_state cs;
+  if (loaded.loss_scale > 0) step.inner().restore_loss_scale(loaded.loss_scale, loaded.loss_scale_good_steps);
+  checkpoint_state cs = loaded;
   cs.sampler = man.sampler;
   return cs;
 }

@@ -6,6 +6,7 @@
 #include "weft/core/diagnostics.hpp"  // diag::at_least
 #include "weft/core/shape.hpp"        // shape, axis
 #include "weft/model/layer.hpp"       // leaf_layer, frame
+#include "weft/model/norm_stats.hpp"  // norm_stat_slots, norm_stats
 #include "weft/ops/fill.hpp"          // zero
 #include "weft/ops/layernorm.hpp"     // layernorm_forward/backward
 
@@ -13,7 +14,7 @@
 
 namespace weft {
 
-/// LayerNorm(width) without bias, eps 1e-5; keeps the per-row mean and 1/std.
+/// LayerNorm(width) without bias, eps 1e-5; keeps the per-row mean and 1/std (ops::stat_t).
 template <std::size_t C>
 struct bias_free_layernorm
     : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>>> {
@@ -22,7 +23,7 @@ struct bias_free_layernorm
   static constexpr std::size_t in_width = C;
   static constexpr std::size_t out_width = C;
   template <std::size_t B, std::size_t S>
-  static constexpr std::size_t kept_count = 2 * B * S;  // mean (rows), rstd (rows)
+  static constexpr std::size_t kept_count = norm_stat_slots<2 * B * S>;  // mean (rows), rstd (rows)
   template <std::size_t B, std::size_t S>
   static constexpr std::size_t scratch_count = 2 * C;  // the zero bias (C), its dropped gradient (C)
 
@@ -30,15 +31,17 @@ struct bias_free_layernorm
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     auto* zero_bias = f.scratch;  // (width)
     ops::zero(f.ctx, zero_bias, C);
-    ops::layernorm_forward<F::rows, C>(f.ctx, out, f.kept, f.kept + F::rows, in, f.params, zero_bias);
+    auto* stats = norm_stats(f.kept);
+    ops::layernorm_forward<F::rows, C>(f.ctx, out, stats, stats + F::rows, in, f.params, zero_bias);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
     auto* dropped_dbias = f.scratch + C;  // (width), never read
     ops::zero(f.ctx, dropped_dbias, C);
-    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, dropped_dbias, dout, in, f.params, f.kept,
-                                        f.kept + F::rows);
+    const auto* stats = norm_stats(f.kept);
+    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, dropped_dbias, dout, in, f.params, stats,
+                                        stats + F::rows);
   }
 };
 

@@ -3,13 +3,15 @@
 #include "weft/core/diagnostics.hpp"  // diag::at_least
 #include "weft/core/shape.hpp"     // shape, axis
 #include "weft/model/layer.hpp"    // leaf_layer, frame
+#include "weft/model/norm_stats.hpp"  // norm_stat_slots, norm_stats
 #include "weft/ops/layernorm.hpp"  // layernorm_forward/backward
 
 #include <cstddef>
 
 namespace weft {
 
-/// LayerNorm(width) with eps 1e-5; keeps the per-row mean and 1/std.
+/// LayerNorm(width) with eps 1e-5; keeps the per-row mean and 1/std (in ops::stat_t: f32 for
+/// 16-bit activations, norm_stats.hpp).
 template <std::size_t C>
 struct layernorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>,
                                          param<"bias", shape<axis<"width", C>>, role::replicated, init::zeros>>> {
@@ -18,18 +20,20 @@ struct layernorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>
   static constexpr std::size_t in_width = C;
   static constexpr std::size_t out_width = C;
   template <std::size_t B, std::size_t S>
-  static constexpr std::size_t kept_count = 2 * B * S;  // mean (rows), rstd (rows)
+  static constexpr std::size_t kept_count = norm_stat_slots<2 * B * S>;  // mean (rows), rstd (rows)
   template <std::size_t B, std::size_t S>
   static constexpr std::size_t scratch_count = 0;
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::layernorm_forward<F::rows, C>(f.ctx, out, f.kept, f.kept + F::rows, in, f.params, f.params + C);
+    auto* stats = norm_stats(f.kept);
+    ops::layernorm_forward<F::rows, C>(f.ctx, out, stats, stats + F::rows, in, f.params, f.params + C);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, f.grads + C, dout, in, f.params, f.kept, f.kept + F::rows);
+    const auto* stats = norm_stats(f.kept);
+    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, f.grads + C, dout, in, f.params, stats, stats + F::rows);
   }
 };
 

@@ -24,6 +24,7 @@
 #include "weft/ops/copy.hpp"          // copy
 #include "weft/ops/fill.hpp"          // zero
 #include "weft/ops/rmsnorm.hpp"       // rmsnorm_forward/backward
+#include "weft/model/norm_stats.hpp"  // norm_stat_slots, norm_stats
 
 #include <cstddef>
 #include <stdexcept>
@@ -42,7 +43,7 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
   static constexpr std::size_t in_width = qkv_width;
   static constexpr std::size_t out_width = qkv_width;
   template <std::size_t B, std::size_t S>
-  static constexpr std::size_t kept_count = B * S * (H + KVH);  // 1/rms per (row, q or k head)
+  static constexpr std::size_t kept_count = norm_stat_slots<B * S * (H + KVH)>;  // 1/rms per (row, q or k head)
   template <std::size_t B, std::size_t S>
   static constexpr std::size_t scratch_count = 0;
 
@@ -51,7 +52,7 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
     for (std::size_t r = 0; r < F::rows; ++r) {  // one token row: (q heads, k heads, v heads)
       const auto* x = in + r * qkv_width;
       auto* y = out + r * qkv_width;
-      auto* rstd = f.kept + r * (H + KVH);  // (heads + kv_heads)
+      auto* rstd = norm_stats(f.kept) + r * (H + KVH);  // (heads + kv_heads), ops::stat_t
       ops::rmsnorm_forward<H, D>(f.ctx, y, rstd, x, f.params);                          // q: (H, D)
       ops::rmsnorm_forward<KVH, D>(f.ctx, y + H * D, rstd + H, x + H * D, f.params + D);  // k: (KVH, D)
       ops::copy(f.ctx, y + (H + KVH) * D, x + (H + KVH) * D, KVH * D);                  // v: (KVH, D)
@@ -64,7 +65,7 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
       const auto* x = in + r * qkv_width;
       const auto* dy = dout + r * qkv_width;
       auto* dx = din + r * qkv_width;
-      const auto* rstd = f.kept + r * (H + KVH);
+      const auto* rstd = norm_stats(f.kept) + r * (H + KVH);
       ops::rmsnorm_backward<H, D>(f.ctx, dx, f.grads, dy, x, f.params, rstd);
       ops::rmsnorm_backward<KVH, D>(f.ctx, dx + H * D, f.grads + D, dy + H * D, x + H * D, f.params + D, rstd + H);
       ops::accumulate(f.ctx, dx + (H + KVH) * D, dy + (H + KVH) * D, KVH * D);

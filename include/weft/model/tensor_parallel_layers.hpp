@@ -33,6 +33,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace weft {
 
@@ -408,17 +409,19 @@ void vocab_parallel_statistics(const Ctx& ctx, tp_group& g, const T* logits, con
 /// per-row loss (the same on every rank); the logits are overwritten with this rank's slice of
 /// dloss·(softmax - onehot(target)). Negative targets: loss 0, zero gradient. Three all-
 /// reductions of N rows (max; sum of exps with the target logit). work: (3N) doubles.
-template <std::size_t N, std::size_t VL, class Ctx, class T>
-void vocab_parallel_cross_entropy_forward_backward(const Ctx& ctx, tp_group& g, T* losses, T* logits_to_dlogits,
-                                                   const std::int32_t* targets, T dloss, double* work) {
+/// bf16 logits: float losses and dloss (the compute type), as the whole-vocabulary op.
+template <std::size_t N, std::size_t VL, class Ctx, class T, class L>
+void vocab_parallel_cross_entropy_forward_backward(const Ctx& ctx, tp_group& g, L* losses, T* logits_to_dlogits,
+                                                   const std::int32_t* targets,
+                                                   std::type_identity_t<ops::compute_t<T>> dloss, double* work) {
   const std::size_t lo = static_cast<std::size_t>(g.rank()) * VL;
   detail::vocab_parallel_statistics<N, VL>(ctx, g, logits_to_dlogits, targets, lo, work);
   ops::vocab_slice_cross_entropy_backward<N, VL>(ctx, losses, logits_to_dlogits, targets, lo, dloss, work);
 }
 
 /// Evaluation form: losses(N) only, logits untouched.
-template <std::size_t N, std::size_t VL, class Ctx, class T>
-void vocab_parallel_cross_entropy_forward(const Ctx& ctx, tp_group& g, T* losses, const T* logits,
+template <std::size_t N, std::size_t VL, class Ctx, class T, class L>
+void vocab_parallel_cross_entropy_forward(const Ctx& ctx, tp_group& g, L* losses, const T* logits,
                                           const std::int32_t* targets, double* work) {
   detail::vocab_parallel_statistics<N, VL>(ctx, g, logits, targets, static_cast<std::size_t>(g.rank()) * VL, work);
   ops::vocab_slice_cross_entropy_loss<N, VL>(ctx, losses, targets, work);

@@ -9,7 +9,8 @@
 // Token ids outside the slice select nothing on this rank (size_t(id) - lo wraps above VL for
 // ids below lo and for negative, ignored, targets). Row statistics are doubles: they travel
 // through the collectives in one type whatever T is. Loops run in row order, serially, as the
-// collectives expect bit-identical inputs for bit-identical results.
+// collectives expect bit-identical inputs for bit-identical results. bf16 logits are computed
+// in float (compute_t) and rounded once on store, with float losses, as the whole-vocabulary op.
 #include "weft/ops/detail/fast_math.hpp"    // exp_fast
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims
 #include "weft/ops/host_element.hpp"        // host_element
@@ -70,10 +71,11 @@ inline constexpr op_fn<vocab_slice_row_max_op<N, VL>> vocab_slice_row_max{};
 template <std::size_t N, std::size_t VL, host_element T>
 void op_impl(vocab_slice_row_max_op<N, VL>, const host_context&, double* mx, const T* logits) {
   static_assert(detail::check_dims<N, VL>::ok);
+  using F = compute_t<T>;  // T itself, float for bf16
   for (std::size_t n = 0; n < N; ++n) {
     const T* z = logits + n * VL;  // (VL)
-    T m = z[0];
-    for (std::size_t v = 1; v < VL; ++v) m = m < z[v] ? z[v] : m;
+    F m = F(z[0]);
+    for (std::size_t v = 1; v < VL; ++v) m = m < F(z[v]) ? F(z[v]) : m;
     mx[n] = static_cast<double>(m);
   }
 }
@@ -88,11 +90,12 @@ template <std::size_t N, std::size_t VL, host_element T>
 void op_impl(vocab_slice_sum_exp_op<N, VL>, const host_context&, double* sums, const T* logits,
              const std::int32_t* targets, std::size_t lo, const double* mx) {
   static_assert(detail::check_dims<N, VL>::ok);
+  using F = compute_t<T>;
   for (std::size_t n = 0; n < N; ++n) {
     const T* z = logits + n * VL;  // (VL)
-    const T m = static_cast<T>(mx[n]);
+    const F m = static_cast<F>(mx[n]);
     detail::acc_t<T> s = 0;
-    for (std::size_t v = 0; v < VL; ++v) s += detail::acc_t<T>(detail::exp_fast(T(z[v] - m)));
+    for (std::size_t v = 0; v < VL; ++v) s += detail::acc_t<T>(detail::exp_fast(F(F(z[v]) - m)));
     sums[2 * n] = static_cast<double>(s);
     const std::size_t t = static_cast<std::size_t>(targets[n]) - lo;  // wraps below lo, and for ignored (< 0) rows
     sums[2 * n + 1] = (targets[n] >= 0 && t < VL) ? static_cast<double>(z[t]) : 0.0;
@@ -105,25 +108,34 @@ template <std::size_t N, std::size_t VL>
 struct vocab_slice_cross_entropy_backward_op {};
 template <std::size_t N, std::size_t VL>
 inline constexpr op_fn<vocab_slice_cross_entropy_backward_op<N, VL>> vocab_slice_cross_entropy_backward{};
-template <std::size_t N, std::size_t VL, host_element T>
-void op_impl(vocab_slice_cross_entropy_backward_op<N, VL>, const host_context&, T* losses, T* logits_to_dlogits,
-             const std::int32_t* targets, std::size_t lo, std::type_identity_t<T> dloss, const double* work) {
+template <std::size_t N, std::size_t VL, host_element T, host_element L>
+void op_impl(vocab_slice_cross_entropy_backward_op<N, VL>, const host_context&, L* losses, T* logits_to_dlogits,
+             const std::int32_t* targets, std::size_t lo, std::type_identity_t<compute_t<T>> dloss,
+             const double* work) {
   static_assert(detail::check_dims<N, VL>::ok);
   using acc = detail::acc_t<T>;
+  using F = compute_t<T>;  // T itself, float for bf16
   for (std::size_t n = 0; n < N; ++n) {
     T* z = logits_to_dlogits + n * VL;  // (VL) logits in, dlogits out
     if (targets[n] < 0) {
-      losses[n] = T(0);
+      losses[n] = L(0);
       std::fill_n(z, VL, T(0));
       continue;
     }
-    const T m = static_cast<T>(work[n]);
+    const F m = static_cast<F>(work[n]);
     const acc sum = static_cast<acc>(work[N + 2 * n]);
-    losses[n] = T(acc(m) + std::log(sum) - static_cast<acc>(work[N + 2 * n + 1]));
-    const T scale = T(acc(dloss) / sum);  // softmax = exp(z - max) / sum
-    for (std::size_t v = 0; v < VL; ++v) z[v] = detail::exp_fast(T(z[v] - m)) * scale;
+    losses[n] = L(acc(m) + std::log(sum) - static_cast<acc>(work[N + 2 * n + 1]));
+    const F scale = F(acc(dloss) / sum);  // softmax = exp(z - max) / sum
     const std::size_t t = static_cast<std::size_t>(targets[n]) - lo;
-    if (t < VL) z[t] -= dloss;
+    if constexpr (is_storage_only_v<T>) {
+      // bf16: the target's entry is finished in float first, so it is rounded once.
+      const F dz_t = t < VL ? detail::exp_fast(F(F(z[t]) - m)) * scale - dloss : F(0);
+      for (std::size_t v = 0; v < VL; ++v) z[v] = T(detail::exp_fast(F(F(z[v]) - m)) * scale);
+      if (t < VL) z[t] = T(dz_t);
+    } else {
+      for (std::size_t v = 0; v < VL; ++v) z[v] = detail::exp_fast(T(z[v] - m)) * scale;
+      if (t < VL) z[t] -= dloss;
+    }
   }
 }
 
@@ -132,6 +144,7 @@ template <std::size_t N, std::size_t VL>
 struct vocab_slice_cross_entropy_loss_op {};
 template <std::size_t N, std::size_t VL>
 inline constexpr op_fn<vocab_slice_cross_entropy_loss_op<N, VL>> vocab_slice_cross_entropy_loss{};
+// (T: the losses' type; float for bf16 logits, whose row max is a float value too.)
 template <std::size_t N, std::size_t VL, host_element T>
 void op_impl(vocab_slice_cross_entropy_loss_op<N, VL>, const host_context&, T* losses, const std::int32_t* targets,
              const double* work) {

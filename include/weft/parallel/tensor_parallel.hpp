@@ -448,22 +448,29 @@ struct tensor_parallel_plan {
   static constexpr std::size_t scratch_count = model::template scratch_count<B, local_seq>;
   static constexpr std::size_t logits_count = rows * vocab_local;
   static constexpr std::size_t loss_work_count = vocab_parallel_cross_entropy_work<rows>;
-  /// The model-state sections (state_sections.hpp): no moments when ZeRO shards them.
+  /// Master weights and AdamW moments: T, or the plan's wider type under mixed precision
+  /// (precision<bf16, f32>: an f32 master of the shard and f32 moments, as plan<>'s arena).
+  using master_type = typename Plan::master_type;
+  static constexpr bool mixed_precision = !std::is_same_v<T, master_type>;
+  /// Per-token losses: float when T is narrower (bf16), as plan<>'s.
+  using loss_type = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
+  /// The model-state sections (state_sections.hpp): no master or moments when ZeRO shards them.
   static constexpr bool optimizer_state_in_arena = detail::optimizer_in_arena<Plan>();
-  static constexpr state_sections state = local_state_sections(param_count, false, optimizer_state_in_arena);
+  static constexpr state_sections state = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
 
   enum section_id : std::size_t {
-    params, grads, adam_m, adam_v, kept, logits, scratch, losses, loss_work, tokens, targets, n_sections
+    params, grads, master, adam_m, adam_v, kept, logits, scratch, losses, loss_work, tokens, targets, n_sections
   };
   static constexpr std::array<std::string_view, n_sections> section_names{
-      "parameters", "gradients", "adamw m", "adamw v", "kept activations", "logits / dlogits", "workspace",
-      "losses", "loss workspace", "token ids", "targets"};
+      "parameters", "gradients", "master weights", "adamw m", "adamw v", "kept activations", "logits / dlogits",
+      "workspace", "losses", "loss workspace", "token ids", "targets"};
+  // (the master section is empty without mixed precision: the layout is the single-type one)
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      state.params, state.grads, state.moments, state.moments, kept_count, logits_count, scratch_count,
-      rows, loss_work_count, rows, rows};
+      state.params, state.grads, state.master, state.moments, state.moments, kept_count, logits_count,
+      scratch_count, rows, loss_work_count, rows, rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
-      sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T), sizeof(T),
-      sizeof(double), sizeof(std::int32_t), sizeof(std::int32_t)};
+      sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T),
+      sizeof(T), sizeof(loss_type), sizeof(double), sizeof(std::int32_t), sizeof(std::int32_t)};
   static constexpr std::size_t alignment = 64;
   static constexpr std::array<std::size_t, n_sections> offsets = [] {
     std::array<std::size_t, n_sections> o{};

@@ -160,7 +160,7 @@ void op_impl(ops::positional_backward_op<B, S, C>, const cuda_context& c, T* dwp
   check(k::launch_positional_backward<B, S, C>(c.stream, dwpe, dout), "positional_backward");
 }
 
-// ---- norms: statistics in f32 ----
+// ---- norms: statistics in f32 (the layers keep them in ops::stat_t, model/norm_stats.hpp) ----
 template <std::size_t N, std::size_t C, device_element T>
 void op_impl(ops::layernorm_forward_op<N, C>, const cuda_context& c, T* out, float* mean, float* rstd, const T* inp,
              const T* weight, const T* bias) {
@@ -182,46 +182,6 @@ void op_impl(ops::rmsnorm_backward_op<N, C>, const cuda_context& c, T* dinp, T* 
              const T* weight, const float* rstd) {
   float* scratch = c.borrow<float>(k::rmsnorm_backward_scratch_v<N, C>, 0, "rmsnorm_backward");
   check(k::launch_rmsnorm_backward<N, C>(c.stream, dinp, dweight, dout, inp, weight, rstd, scratch), "rmsnorm_backward");
-}
-
-// Norm statistics kept in bf16 (what the layers keep in a bf16 plan today, as on the host): the
-// kernel's f32 statistics go through the scratch and are rounded into the layer's buffers, and
-// read back the same way for backward.
-template <std::size_t N, std::size_t C>
-void op_impl(ops::layernorm_forward_op<N, C>, const cuda_context& c, bf16* out, bf16* mean, bf16* rstd, const bf16* inp,
-             const bf16* weight, const bf16* bias) {
-  float* m = c.borrow<float>(N, 0, "layernorm_forward");
-  float* r = c.borrow<float>(N, N * sizeof(float), "layernorm_forward");
-  check(k::launch_layernorm_forward<N, C>(c.stream, out, m, r, inp, weight, bias), "layernorm_forward");
-  check(k::launch_cast(c.stream, mean, m, N), "layernorm_forward(statistics)");
-  check(k::launch_cast(c.stream, rstd, r, N), "layernorm_forward(statistics)");
-}
-template <std::size_t N, std::size_t C>
-void op_impl(ops::layernorm_backward_op<N, C>, const cuda_context& c, bf16* dinp, bf16* dweight, bf16* dbias,
-             const bf16* dout, const bf16* inp, const bf16* weight, const bf16* mean, const bf16* rstd) {
-  constexpr std::size_t stats = 2 * N * sizeof(float);
-  float* m = c.borrow<float>(N, 0, "layernorm_backward");
-  float* r = c.borrow<float>(N, N * sizeof(float), "layernorm_backward");
-  float* scratch = c.borrow<float>(k::layernorm_backward_scratch_v<N, C>, stats, "layernorm_backward");
-  check(k::launch_cast(c.stream, m, mean, N), "layernorm_backward(statistics)");
-  check(k::launch_cast(c.stream, r, rstd, N), "layernorm_backward(statistics)");
-  check(k::launch_layernorm_backward<N, C>(c.stream, dinp, dweight, dbias, dout, inp, weight, m, r, scratch),
-        "layernorm_backward");
-}
-template <std::size_t N, std::size_t C>
-void op_impl(ops::rmsnorm_forward_op<N, C>, const cuda_context& c, bf16* out, bf16* rstd, const bf16* inp,
-             const bf16* weight) {
-  float* r = c.borrow<float>(N, 0, "rmsnorm_forward");
-  check(k::launch_rmsnorm_forward<N, C>(c.stream, out, r, inp, weight), "rmsnorm_forward");
-  check(k::launch_cast(c.stream, rstd, r, N), "rmsnorm_forward(statistics)");
-}
-template <std::size_t N, std::size_t C>
-void op_impl(ops::rmsnorm_backward_op<N, C>, const cuda_context& c, bf16* dinp, bf16* dweight, const bf16* dout,
-             const bf16* inp, const bf16* weight, const bf16* rstd) {
-  float* r = c.borrow<float>(N, 0, "rmsnorm_backward");
-  float* scratch = c.borrow<float>(k::rmsnorm_backward_scratch_v<N, C>, N * sizeof(float), "rmsnorm_backward");
-  check(k::launch_cast(c.stream, r, rstd, N), "rmsnorm_backward(statistics)");
-  check(k::launch_rmsnorm_backward<N, C>(c.stream, dinp, dweight, dout, inp, weight, r, scratch), "rmsnorm_backward");
 }
 
 // ---- linear layers: cuBLASLt (bias in the epilogue), deterministic bias gradient ----
