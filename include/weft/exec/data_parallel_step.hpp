@@ -94,6 +94,9 @@ constexpr bool holds_optimizer_state() {
 /// micro-batch itself, scales gradients by 1/(rows·microbatches·dp) and returns its mean loss.
 /// A local step may also name runs of its parameter block that the global norm skips
 /// (`norm_skipped()`, e.g. a pipeline's copy of a tied embedding); ZeRO-1..3 skip them too.
+/// step(fill, accept), the verdict, clipping and the metrics are step_skeleton's; this class
+/// supplies its hooks (data_replicas, begin_step, micro_batch_starts, finish_gradients, agree,
+/// agree_accept, optimizer_grads, schedule_gradients for a pipeline; step_skeleton.hpp).
 template <class Plan, class Comm, std::size_t Zero = 0, class Local = training_step<zero_local_plan_t<Plan, Zero>>>
   requires communicator<Comm>
 class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Zero, Local>> {
