@@ -233,13 +233,15 @@ class mpi_communicator {
    public:
     request() = default;
     request(request&& other) noexcept
-        : req_(std::exchange(other.req_, MPI_REQUEST_NULL)), type_(other.type_), expected_(other.expected_) {}
+        : req_(std::exchange(other.req_, MPI_REQUEST_NULL)), type_(other.type_), expected_(other.expected_),
+          displs_(std::move(other.displs_)) {}
     request& operator=(request&& other) noexcept {
       if (this != &other) {
         wait();
         req_ = std::exchange(other.req_, MPI_REQUEST_NULL);
         type_ = other.type_;
         expected_ = other.expected_;
+        displs_ = std::move(other.displs_);
       }
       return *this;
     }
@@ -270,6 +272,7 @@ class mpi_communicator {
     MPI_Request req_ = MPI_REQUEST_NULL;  // MPI_REQUEST_NULL: complete (or never started)
     MPI_Datatype type_ = MPI_BYTE;
     int expected_ = -1;  // elements a receive expects; -1 for a send
+    std::vector<int> displs_;  // an iall_gather_v's displacements, alive until it completes (moving keeps the buffer)
   };
 
   /// Wraps a communicator whose MPI environment the caller manages.
@@ -363,6 +366,27 @@ class mpi_communicator {
     detail::mpi_check(MPI_Allgatherv(in.data(), counts[static_cast<std::size_t>(rank())], detail::mpi_datatype<T>(),
                                      out.data(), counts.data(), displs.data(), detail::mpi_datatype<T>(), native()),
                       "all_gather_v");
+  }
+
+  /// Non-blocking all_gather_v (MPI_Iallgatherv): ZeRO-3 gathers the next block while the
+  /// current one computes. `in`, `out` and `counts` must stay alive and untouched until the
+  /// request completes (the displacements are the request's own).
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  request iall_gather_v(In&& in_buffer, Out&& out_buffer, std::span<const int> counts) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    check_counts("iall_gather_v", counts, out.size(), in.size());
+    std::vector<int> displs(counts.size());
+    for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::mpi_check(MPI_Iallgatherv(in.data(), counts[static_cast<std::size_t>(rank())], detail::mpi_datatype<T>(),
+                                      out.data(), counts.data(), displs.data(), detail::mpi_datatype<T>(), native(), &r),
+                      "iall_gather_v");
+    request q(r, detail::mpi_datatype<T>(), -1);
+    q.displs_ = std::move(displs);
+    return q;
   }
 
   /// in: (size * n), out: (size * n): block q of in goes to rank q, block p of out comes from

@@ -15,6 +15,15 @@
 //   zero<3>  parameters sharded too: the rank's shard is the master copy, all-gathered into
 //            the working parameters before each step's forward
 // Shards are contiguous runs of the parameter block, as even as the count allows.
+// ZeRO-3 layer by layer (issue #7): over a single-rank local step (training_step on a plan with
+// windowed_params) the arena holds only the layers before and after the model's block stack
+// (embeddings, final norm) and two windows of one block. begin_step gathers the resident layers;
+// the stack's repeat<> asks for each block before it runs forward or backward
+// (param_window_hook), and this step all-gathers that block from the shards into a window and
+// starts gathering the block that runs next into the other (non-blocking where the communicator
+// has iall_gather_v, so the transfer overlaps the current block's compute). Backward runs the
+// blocks in reverse and gathers them again, as ZeRO-3 does. Over a tensor- or pipeline-parallel
+// local step ZeRO-3 still gathers the whole shard before forward.
 // Memory (issue #7): from zero<1> on, the shard vectors below (moments, and the gradient and
 // master shards) are the only copy: the local step is built on zero_local_plan_t<Plan, Zero>,
 // whose arena has no master or moment sections (state_sections.hpp), and a local step that
@@ -81,6 +90,18 @@ constexpr bool holds_optimizer_state() {
   if constexpr (requires { Local::optimizer_state_in_arena; }) return Local::optimizer_state_in_arena;
   else return true;
 }
+// Whether a local step gathers its block stack through parameter windows (ZeRO-3, training_step).
+template <class Local>
+constexpr bool gathers_by_window() {
+  if constexpr (requires { Local::windowed; }) return Local::windowed;
+  else return false;
+}
+// Elements of a local step's parameter block (its params() may hold fewer: the windowed ones).
+template <class Local>
+std::size_t parameter_block_size_of(const Local& l) {
+  if constexpr (requires { l.parameter_block_size(); }) return l.parameter_block_size();
+  else return l.params().size();
+}
 }  // namespace detail
 
 /// Data parallelism with ZeRO stage `Zero` for `Plan` over the data-parallel group `Comm`.
@@ -113,6 +134,9 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   using local_step = Local;
   static constexpr std::size_t rows = Plan::rows;  ///< this rank's tokens per micro-batch
   static constexpr std::size_t zero_stage = Zero;
+  /// ZeRO-3 gathering the block stack layer by layer, prefetching the next block (a single-rank
+  /// local step on a plan with windowed_params; see the top of this file).
+  static constexpr bool layer_by_layer = Zero == 3 && detail::gathers_by_window<Local>();
   /// Master weights and AdamW moments: T, or the local step's master type under mixed precision.
   using M = typename detail::local_master_type<Local, T>::type;
   static constexpr bool mixed_precision = !std::is_same_v<T, M>;
@@ -127,7 +151,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
 
   /// Wraps a local step built by the caller (tensor- or pipeline-parallel ones need their groups).
   data_parallel_step(Comm& group, local_step&& local, std::size_t bucket_bytes = std::size_t{25} << 20)
-      : group_(group), local_(std::move(local)), P(local_.params().size()), dp_(static_cast<std::size_t>(group.size())),
+      : group_(group), local_(std::move(local)), P(detail::parameter_block_size_of(local_)), dp_(static_cast<std::size_t>(group.size())),
         rank_(static_cast<std::size_t>(group.rank())) {
     // ---- shards: dp contiguous runs ----
     counts_.resize(dp_);
@@ -162,16 +186,23 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
         master_.resize(shard_size_);
         initialise_parameter_range(std::span<M>(master_), shard_begin_, local_.parameter_infos(), local_.options().seed);
       }
-      if constexpr (Zero == 3) {
+      if constexpr (layer_by_layer) {  // the master's rounded copy, as the local step rounds it
+        param_shard_.resize(shard_size_);
+        ops::cast(local_.context(), param_shard_.data(), master_.data(), shard_size_);
+      } else if constexpr (Zero == 3) {
         auto p = local_.params();
         param_shard_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
                             p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
       }
+    } else if constexpr (layer_by_layer) {  // the block stack is not resident: the shard alone
+      master_.resize(shard_size_);
+      initialise_parameter_range(std::span<M>(master_), shard_begin_, local_.parameter_infos(), local_.options().seed);
     } else if constexpr (Zero == 3) {
       auto p = local_.params();
       master_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
                      p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
     }
+    if constexpr (layer_by_layer) local_.set_param_window({&data_parallel_step::on_window, this});
     // ---- buckets over the parameter block, reduced last-first as backward finishes them ----
     const std::size_t per = std::max<std::size_t>(1, bucket_bytes / sizeof(T));
     piece_ = per;
@@ -214,6 +245,25 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   }
   /// Buckets whose reduction started before backward ended, in the last step.
   std::size_t buckets_overlapped() const { return overlapped_; }
+  /// ZeRO-3 layer by layer, since construction: blocks gathered into a window (on demand or
+  /// ahead), and blocks found already gathered ahead when a layer asked for them.
+  std::size_t window_gathers() const { return window_gathers_; }
+  std::size_t window_prefetch_hits() const { return window_hits_; }
+  /// The whole parameter block, current (what one process running the whole batch would hold):
+  /// local().params() below ZeRO-3; collective over the group under ZeRO-3 (the shards
+  /// all-gathered; layer by layer the arena does not hold the block stack).
+  std::vector<T> parameters() {
+    if constexpr (Zero == 3) {
+      std::vector<T> out(P);
+      group_.all_gather_v(std::span<const T>(shard_values(), shard_size_), std::span<T>(out), counts_);
+      return out;
+    } else if constexpr (requires { local_.copy_params_to_host(); }) {
+      return local_.copy_params_to_host();
+    } else {
+      const auto p = local_.params();
+      return std::vector<T>(p.begin(), p.end());
+    }
+  }
   std::size_t step_count() const { return local_.step_count(); }
 
   // step(fill, accept), skipped_steps() and loss_scale_state() are the skeleton's
@@ -271,6 +321,15 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   }
   void finish_gradients() {
     reducing_ = false;
+    if constexpr (layer_by_layer) {
+      // A model whose block stack did not ask for its windows would have read the resident
+      // layers in their place: say so rather than train on wrong parameters.
+      if (window_calls_ == 0)
+        throw std::logic_error("weft::data_parallel_step: ZeRO-3 gathers the block stack layer by layer, but no block "
+                               "asked for its parameters. The model's repeat<N, Block> must be the one plan<> found "
+                               "(a child of the top-level sequential).");
+      window_calls_ = 0;
+    }
     finish_reduction();
   }
   /// Squared global L2 norm (the same on every rank). Sharded gradients sum their squares over
@@ -316,9 +375,19 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   double apply_optimizer() { return update(); }
 
   /// Makes local().params() the current parameters on every rank (a no-op below ZeRO-3).
+  /// Layer by layer: the layers before and after the block stack; the stack's blocks are
+  /// gathered when they run (and any window gathered before is dropped).
   void gather_parameters() {
-    if constexpr (Zero == 3 && mixed_precision) group_.all_gather_v(std::span<const T>(param_shard_), local_.params(), counts_);
-    else if constexpr (Zero == 3) group_.all_gather_v(std::span<const T>(master_), local_.params(), counts_);
+    if constexpr (layer_by_layer) {
+      using LP = typename Local::plan_type;
+      constexpr std::size_t cut = LP::window_begin, hole = LP::window_blocks * LP::window_block;
+      drop_windows();
+      const auto p = local_.params();
+      gather_range(0, cut, p.data(), false);
+      gather_range(cut + hole, P, p.data() + cut, false);
+    } else if constexpr (Zero == 3) {
+      group_.all_gather_v(std::span<const T>(shard_values(), shard_size_), local_.params(), counts_);
+    }
   }
 
   /// Mixed precision: rewrites the working parameters (T) from the master weights, each the
@@ -359,6 +428,89 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   struct range {
     std::size_t begin, end;
   };
+
+  // ---- ZeRO-3 layer by layer: two one-block windows ----
+  // The shard the gathers send: the master (T = M) or, mixed, its rounded copy.
+  const T* shard_values() const {
+    if constexpr (mixed_precision) return param_shard_.data();
+    else return master_.data();
+  }
+  struct window_slot {
+    std::size_t offset = npos_param;  // the block it holds (or is receiving), npos: none
+    bool in_flight = false, ahead = false;
+    typename Comm::request request{};
+    std::vector<int> counts;  // each rank's part of the block (alive while a gather is in flight)
+  };
+  static constexpr bool nonblocking_gather =
+      requires(Comm& c, std::span<const T> in, std::span<T> out, std::span<const int> n) { c.iall_gather_v(in, out, n); };
+  // Every rank's part of [a, e) of the parameter block, from the shards, into dst (e - a
+  // elements); started non-blocking into `slot` when given and the communicator can.
+  void gather_range(std::size_t a, std::size_t e, T* dst, bool ahead, window_slot* slot = nullptr) {
+    std::vector<int>& cnt = slot ? slot->counts : piece_counts_;
+    cnt.resize(dp_);
+    for (std::size_t r = 0; r < dp_; ++r)
+      cnt[r] = static_cast<int>(std::clamp(offsets_[r] + counts_[r], a, e) - std::clamp(offsets_[r], a, e));
+    const std::size_t lo = std::clamp(shard_begin_, a, e), n = static_cast<std::size_t>(cnt[rank_]);
+    const std::span<const T> in(n > 0 ? shard_values() + (lo - shard_begin_) : shard_values(), n);
+    const std::span<T> out(dst, e - a);
+    if constexpr (nonblocking_gather) {
+      if (slot && ahead) {
+        slot->request = group_.iall_gather_v(in, out, std::span<const int>(cnt));
+        slot->in_flight = true;
+        return;
+      }
+    }
+    group_.all_gather_v(in, out, std::span<const int>(cnt));
+  }
+  void settle(window_slot& w) {
+    if (w.in_flight) w.request.wait();
+    w.in_flight = false;
+  }
+  void drop_windows() {
+    for (auto& w : windows_) {
+      settle(w);
+      w.offset = npos_param;
+      w.ahead = false;
+    }
+  }
+  static T* on_window(void* self, std::size_t offset, std::size_t count, std::size_t next) {
+    return static_cast<data_parallel_step*>(self)->window_for(offset, count, next);
+  }
+  // The window holding block [offset, offset + count), gathered now unless it was gathered
+  // ahead; then block `next` started into the other window (the block that ran before this
+  // one is finished with it).
+  T* window_for(std::size_t offset, std::size_t count, std::size_t next) {
+    ++window_calls_;
+    T* base = local_.param_windows().data();
+    const auto holding = [&](std::size_t o) -> int {
+      for (int j = 0; j < 2; ++j)
+        if (windows_[j].offset == o) return j;
+      return -1;
+    };
+    int j = holding(offset);
+    if (j >= 0) {
+      settle(windows_[j]);
+      if (windows_[j].ahead) ++window_hits_;
+      windows_[j].ahead = false;
+    } else {
+      j = 1 - current_window_;
+      settle(windows_[j]);
+      gather_range(offset, offset + count, base + static_cast<std::size_t>(j) * count, false);
+      windows_[j].offset = offset;
+      windows_[j].ahead = false;
+      ++window_gathers_;
+    }
+    current_window_ = j;
+    if (next != npos_param && holding(next) < 0) {
+      window_slot& w = windows_[1 - j];
+      settle(w);
+      gather_range(next, next + count, base + static_cast<std::size_t>(1 - j) * count, true, &w);
+      w.offset = next;
+      w.ahead = true;
+      ++window_gathers_;
+    }
+    return base + static_cast<std::size_t>(j) * count;
+  }
 
   // Backward reports: gradients at offsets >= from are final. Start every bucket inside.
   static void on_grads_final(void* self, std::size_t from) {
@@ -411,6 +563,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   }
 
   double update() {
+    if constexpr (layer_by_layer) drop_windows();  // the shards change: what the windows hold is stale
     if constexpr (Zero == 0) {
       return local_.apply_optimizer();  // identical on every rank
     } else {
@@ -471,6 +624,9 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   std::vector<int> piece_counts_;  // each rank's share of the current piece
   std::size_t next_bucket_ = 0, overlapped_ = 0;
   bool reducing_ = false;
+  window_slot windows_[2];  // ZeRO-3 layer by layer
+  int current_window_ = 0;
+  std::size_t window_calls_ = 0, window_gathers_ = 0, window_hits_ = 0;
 };
 
 }  // namespace weft

@@ -159,10 +159,11 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
       // The master weights are initialised; the T parameters are their rounded copy.
       initialise_parameters(master(), infos_, options_.seed);
       ops::cast(ctx_, section(Plan::params), section<M>(Plan::master), Plan::param_count);
-    } else if constexpr (mixed_precision) {
+    } else if constexpr (mixed_precision || windowed) {
       // No master section (ZeRO keeps the optimizer state in shards): the same rounded values,
-      // computed in M and rounded element by element (no model-sized temporary).
-      initialise_parameter_range<M>(params(), 0, infos_, options_.seed);
+      // computed in M and rounded element by element (no model-sized temporary); under ZeRO-3
+      // only the resident layers (the block stack comes through the windows).
+      initialise_resident(params());
     } else {
       initialise_parameters(params(), infos_, options_.seed);
     }
@@ -171,7 +172,25 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   // ---- the arena's sections ----
   template <class U = T>
   U* section(typename Plan::section_id s) const { return reinterpret_cast<U*>(arena_.get() + Plan::offsets[s]); }
-  std::span<T> params() const { return {section(Plan::params), Plan::param_count}; }
+  /// The parameters the arena holds: the whole block, or under ZeRO-3 (windowed) the layers
+  /// before and after the block stack, back to back (Plan::resident_param_count).
+  std::span<T> params() const { return {section(Plan::params), Plan::state.params}; }
+  /// Elements of the model's parameter block (offsets of parameter_infos() and grads()).
+  static constexpr std::size_t parameter_block_size() { return Plan::param_count; }
+  /// ZeRO-3: the block stack's parameters are not resident; they come one block at a time
+  /// through a window that data_parallel_step fills (set_param_window, param_window_hook).
+  static constexpr bool windowed = Plan::windowed_params;
+  /// The two one-block windows (windowed only; empty otherwise).
+  std::span<T> param_windows() const { return {section(Plan::windows), 2 * Plan::window_block}; }
+  /// The window hook of every frame of this step: `fn` and `context` from the caller; the hole
+  /// (the block stack's offset and size) from the plan.
+  void set_param_window(param_window_hook<T> hook)
+    requires windowed
+  {
+    hook.begin = Plan::window_begin;
+    hook.size = Plan::window_blocks * Plan::window_block;
+    window_ = hook;
+  }
   std::span<T> grads() const { return {section(Plan::grads), Plan::param_count}; }
   /// The AdamW moments (only when the arena holds them: not under ZeRO >= 1, whose moments are
   /// data_parallel_step's shards).
@@ -206,7 +225,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   }
   /// The parameters, copied to a host vector (a checkpoint's or a comparison's view).
   std::vector<T> copy_params_to_host() const {
-    std::vector<T> out(Plan::param_count);
+    std::vector<T> out(Plan::state.params);
     copy_from_context(ctx_, out.data(), section(Plan::params), out.size() * sizeof(T));
     return out;
   }
@@ -232,6 +251,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   frame_type root_frame(bool with_grads = true) const {
     frame_type f = arena_frame<frame_type, Plan>(arena_.get(), ctx_, with_grads);
     if (with_grads) f.grad_ready = grad_ready_;
+    f.window = window_;
     return f;
   }
 
@@ -297,9 +317,9 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   // A device arena: the initial values are computed on the host (the same values, per name, as
   // a host arena gets) and copied in; the T parameters are the master's rounded copy.
   void initialise_through_host() {
-    if constexpr (mixed_precision) {
-      std::vector<T> rounded(Plan::param_count);
-      initialise_parameter_range<M>(std::span<T>(rounded), 0, infos_, options_.seed);
+    if constexpr (mixed_precision || windowed) {
+      std::vector<T> rounded(Plan::state.params);
+      initialise_resident(std::span<T>(rounded));
       copy_to_context(ctx_, section(Plan::params), rounded.data(), rounded.size() * sizeof(T));
       if constexpr (Plan::optimizer_state_in_arena) {
         std::vector<M> master_values(Plan::param_count);
@@ -313,6 +333,19 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
     }
   }
 
+  // The resident parameters' initial values (rounded from M under mixed precision): the whole
+  // block, or the layers before and after the block stack (windowed).
+  void initialise_resident(std::span<T> out) const {
+    using Via = std::conditional_t<mixed_precision, M, void>;
+    const std::size_t hole = Plan::window_blocks * Plan::window_block, cut = Plan::window_begin;
+    if constexpr (!windowed) {
+      initialise_parameter_range<Via>(out, 0, infos_, options_.seed);
+    } else {
+      initialise_parameter_range<Via>(out.first(cut), 0, infos_, options_.seed);
+      initialise_parameter_range<Via>(out.subspan(cut), cut + hole, infos_, options_.seed);
+    }
+  }
+
   train_options options_;
   context_type ctx_{};
   context_buffer<Ctx> arena_;
@@ -321,6 +354,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   std::vector<group> groups_;
   std::size_t step_ = 0;
   grad_ready_hook grad_ready_{};
+  param_window_hook<T> window_{};
 };
 
 }  // namespace weft

@@ -139,9 +139,11 @@ ckpt_local<typename Plan::master_type> ckpt_local_of(distributed_step<Plan, Comm
     v.ep = loc.expert_size();
     v.ep_rank = loc.expert_rank();
   }
-  if constexpr (!mixed) v.params = loc.params();
-  else if constexpr (zero == 0) v.params = loc.master();  // the local step's f32 master
-  v.size = loc.params().size();
+  // ZeRO-3 writes and reads the master shard only (the working parameters are gathered from it;
+  // layer by layer the arena does not even hold the block stack).
+  if constexpr (!mixed && zero < 3) v.params = loc.params();
+  else if constexpr (mixed && zero == 0) v.params = loc.master();  // the local step's f32 master
+  v.size = detail::parameter_block_size_of(loc);
   v.counted.assign(v.size, 1);
   if constexpr (requires { loc.norm_skipped(); })
     for (const auto& r : loc.norm_skipped())
@@ -361,6 +363,7 @@ checkpoint_state load_checkpoint(distributed_step<Plan, Comm>& step, Comm& world
   std::copy(staged.m.begin(), staged.m.end(), local.m.begin());
   std::copy(staged.v.begin(), staged.v.end(), local.v.begin());
   if constexpr (std::remove_reference_t<decltype(step.inner())>::mixed_precision) step.inner().params_from_master();
+  else if constexpr (std::remove_reference_t<decltype(step.inner())>::zero_stage == 3) step.inner().gather_parameters();
   step.inner().local().set_step_count(static_cast<std::size_t>(man.step));
   if (loaded.loss_scale > 0) step.inner().restore_loss_scale(loaded.loss_scale, loaded.loss_scale_good_steps);
   checkpoint_state cs = loaded;

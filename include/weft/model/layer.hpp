@@ -58,6 +58,25 @@ struct grad_ready_hook {
   void operator()(std::size_t from) const { fn(context, from); }
 };
 
+/// Where the copies of the model's block stack (its top-level repeat<>) find their parameters
+/// when the rank does not hold them all: ZeRO-3 keeps the layers before and after the stack
+/// resident and gathers one block at a time into a window, prefetching the next (issue #7;
+/// data_parallel_step). The resident parameter block then has a hole of `size` elements at
+/// `begin` (offsets in the model's block): what lies after the stack is `size` elements
+/// earlier in memory (frame::child and frame::root_param account for it).
+template <class T>
+struct param_window_hook {
+  /// Makes the parameters [offset, offset + count) of the model's block resident and returns
+  /// where they are (valid until the next call); `next` (npos_param: none) is the block
+  /// that will be asked for next, to fetch meanwhile.
+  T* (*fn)(void* context, std::size_t offset, std::size_t count, std::size_t next) = nullptr;
+  void* context = nullptr;
+  std::size_t begin = 0;  ///< the stack's first parameter, in the model's block
+  std::size_t size = 0;   ///< the stack's parameter elements
+  explicit operator bool() const { return fn != nullptr; }
+  T* operator()(std::size_t offset, std::size_t count, std::size_t next) const { return fn(context, offset, count, next); }
+};
+
 /// Where one layer's parameters, gradients, kept activations and workspace are, for one
 /// micro-batch of B sequences of S tokens in element type T. `Root` is the whole model (tied
 /// parameters are found through it). `Ctx` is the execution context every op of the layer is
@@ -81,9 +100,17 @@ struct frame {
   grad_ready_hook grad_ready{};          ///< optional, see grad_ready_hook
   tp_group* tp = nullptr;                ///< tensor-parallel group of sharded layers (nullptr: none)
   Ctx ctx{};                             ///< where the ops run (a small handle; children share it)
+  std::size_t poff = 0;                  ///< element offset of `params` in the model's block
+  param_window_hook<T> window{};         ///< optional: the block stack's parameters come through it
 
-  /// Element offset of this layer's parameter block in the model's block.
-  std::size_t param_offset() const { return static_cast<std::size_t>(params - root_params); }
+  /// Element offset of this layer's parameter block in the model's block (carried, not
+  /// computed from addresses: a windowed block's parameters are not at root_params + offset).
+  std::size_t param_offset() const { return poff; }
+  /// The model's parameter at element offset `offset` of its block (a tied weight): root_params
+  /// + offset, less the window's hole when it lies after the block stack.
+  T* root_param(std::size_t offset) const {
+    return root_params + (window && offset >= window.begin + window.size ? offset - window.size : offset);
+  }
   /// Reports that the gradients of this layer's block and everything after it are final.
   void report_grads_final() const {
     if (grad_ready && grads) grad_ready(param_offset());
@@ -92,7 +119,11 @@ struct frame {
   /// The frame of a child whose blocks start at the given offsets.
   constexpr frame child(std::size_t param_offset, std::size_t kept_offset, std::size_t scratch_offset) const {
     frame f = *this;
+    f.poff = poff + param_offset;
     f.params = params + param_offset;
+    // A child after the block stack whose parent starts before its end: the resident block
+    // has no room for the stack (param_window_hook), so what follows it sits earlier.
+    if (window && poff < window.begin + window.size && f.poff >= window.begin + window.size) f.params -= window.size;
     f.grads = grads ? grads + param_offset : nullptr;
     f.kept = kept + kept_offset;
     f.scratch = scratch + scratch_offset;
@@ -114,6 +145,8 @@ struct frame {
     f.grad_ready = grad_ready;
     f.tp = tp;
     f.ctx = ctx;
+    f.poff = poff;
+    f.window = window;
     return f;
   }
 };

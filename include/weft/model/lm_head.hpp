@@ -53,7 +53,7 @@ struct lm_head : leaf_layer<detail::lm_head_params<V, C, Tie>> {
 
   template <class F>
   static auto* weight(const F& f) {
-    if constexpr (Tie::is_tied) return f.root_params + detail::tied_offset<typename F::root_type, Tie>();
+    if constexpr (Tie::is_tied) return f.root_param(detail::tied_offset<typename F::root_type, Tie>());
     else return f.params;
   }
   template <class F>

@@ -342,7 +342,7 @@ struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie
 
   template <class F>
   static auto* weight(const F& f) {
-    if constexpr (Tie::is_tied) return f.root_params + detail::tied_offset<typename F::root_type, Tie>();
+    if constexpr (Tie::is_tied) return f.root_param(detail::tied_offset<typename F::root_type, Tie>());
     else return f.params;
   }
   template <class F>

@@ -53,8 +53,11 @@
 // Working buffers — what weft's executors hold whole on top of ZeRO's partition
 // (zero_working_bytes): under ZeRO-2 and -3 backward writes the whole gradient block, which
 // is reduce-scattered after it (the paper reduce-scatters bucket by bucket during backward),
-// and under ZeRO-3 the parameters are gathered whole before forward (the paper gathers layer
-// by layer). stage_memory::working_bytes, counted in total(); model_state_bytes() stays ZeRO's.
+// and under ZeRO-3 the gathered parameters: layer by layer on a single-rank local step (the
+// layers outside the block stack, and two one-block windows: the block in use and the next,
+// prefetched), the whole block of a tensor- or pipeline-parallel shard
+// (zero3_gathered_params). stage_memory::working_bytes, counted in total();
+// model_state_bytes() stays ZeRO's.
 // Communication buffers — the temporaries the MPI library allocates inside data_parallel_step's
 // collectives (comm_buffer_bytes): Open MPI 4.1's non-blocking all-reduce holds one of each
 // in-flight bucket's size, and data_parallel_step keeps at most gradient_buckets_in_flight
@@ -114,11 +117,23 @@ constexpr model_state_bytes zero_model_states(std::size_t psi, const state_bytes
           (zero_stage >= 1 ? shard : psi) * b.optimizer()};
 }
 
+/// Parameter elements a ZeRO-3 rank of `psi` parameters holds gathered at once. Layer by layer
+/// (a single-rank local step, whose model's block stack is `blocks` blocks of `block`
+/// elements, blocks >= 2): the layers before and after the stack and two windows of one block
+/// (the block in use and the next, prefetched; plan<>::windowed_params). Otherwise (a tensor-
+/// or pipeline-parallel shard, or no block stack): all of them.
+constexpr std::size_t zero3_gathered_params(std::size_t psi, std::size_t block, std::size_t blocks,
+                                            bool layer_by_layer) noexcept {
+  return layer_by_layer && blocks >= 2 && blocks * block <= psi ? psi - blocks * block + 2 * block : psi;
+}
+
 /// Bytes of the full-size buffers weft's steps hold beside ZeRO's shards (see the top of this
-/// file): the whole gradient block under ZeRO-2/3, and the gathered parameters under ZeRO-3.
-/// The local arena keeps both sections whole; data_parallel_step adds the shards.
-constexpr std::size_t zero_working_bytes(std::size_t psi, const state_bytes& b, std::size_t zero_stage) noexcept {
-  return (zero_stage >= 2 ? psi * b.grads : 0) + (zero_stage >= 3 ? psi * b.params : 0);
+/// file): the whole gradient block under ZeRO-2/3, and under ZeRO-3 the gathered parameters
+/// (`gathered` elements: zero3_gathered_params; all `psi` by default). The local arena keeps
+/// them; data_parallel_step adds the shards.
+constexpr std::size_t zero_working_bytes(std::size_t psi, const state_bytes& b, std::size_t zero_stage,
+                                         std::size_t gathered = static_cast<std::size_t>(-1)) noexcept {
+  return (zero_stage >= 2 ? psi * b.grads : 0) + (zero_stage >= 3 ? std::min(psi, gathered) * b.params : 0);
 }
 
 // ---- communication buffers ----
@@ -400,7 +415,10 @@ struct memory_model {
     m.param_bytes = st.params;
     m.grad_bytes = st.grads;
     m.optimizer_bytes = st.optimizer;
-    m.working_bytes = zero_working_bytes(m.params, bytes, Strategy::zero_stage);
+    m.working_bytes = zero_working_bytes(
+        m.params, bytes, Strategy::zero_stage,
+        zero3_gathered_params(m.params, partition::block.total, partition::blocks,
+                              tp == 1 && pp == 1 && moe.ep <= 1 && partition::has_blocks));
     m.comm_bytes = comm_buffer_bytes(m.params, bytes.grads, Strategy::zero_stage, dp, Strategy::bucket_bytes);
     m.layers = layers_per_chunk * chunks;
     m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);

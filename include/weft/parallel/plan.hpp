@@ -184,24 +184,45 @@ struct plan {
   /// then the master and moment sections are empty (state_sections.hpp).
   static constexpr bool optimizer_state_in_arena =
       strategy_type::zero_stage == 0 && detail::count_of<detail::is_sharded_optimizer_state, Options...> == 0;
-  static constexpr state_sections state = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
+  // ZeRO-3 (a strategy with zero<3>, or the sharded_parameters option): the parameters of the
+  // block stack (the model's top-level repeat<N, Block>, N >= 2) are not resident; the arena
+  // keeps the layers before and after it and two windows of one block (param_window_hook).
+  // Single-rank arenas only: a tensor- or pipeline-parallel shard under ZeRO-3 gathers whole.
+  using window_partition = model_partition<Model>;
+  static constexpr bool windowed_params =
+      (strategy_type::zero_stage == 3 || detail::count_of<detail::is_sharded_parameters, Options...> > 0) &&
+      strategy_type::tp == 1 && strategy_type::pp == 1 && ep_degree<strategy_type> == 1 && window_partition::has_blocks &&
+      window_partition::blocks >= 2;
+  /// The block stack's first parameter (offset in the model's block), one block's elements and
+  /// the blocks (windowed_params only; 0 otherwise).
+  static constexpr std::size_t window_begin = windowed_params ? window_partition::pre.total : 0;
+  static constexpr std::size_t window_block = windowed_params ? window_partition::block.total : 0;
+  static constexpr std::size_t window_blocks = windowed_params ? window_partition::blocks : 0;
+  /// Parameter elements the arena holds whole: param_count less the stack under ZeRO-3.
+  static constexpr std::size_t resident_param_count = param_count - window_blocks * window_block;
+  static constexpr state_sections state = [] {
+    state_sections st = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
+    st.params = resident_param_count;
+    return st;
+  }();
   using loss_type = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
   enum section_id : std::size_t {
-    params, grads, master, adam_m, adam_v, kept, logits, scratch, losses, tokens, targets, n_sections
+    params, grads, master, adam_m, adam_v, windows, kept, logits, scratch, losses, tokens, targets, n_sections
   };
   static constexpr std::array<std::string_view, n_sections> section_names{
-      "parameters", "gradients", "master weights", "adamw m", "adamw v", "kept activations", "logits / dlogits",
-      "workspace", "losses", "token ids", "targets"};
+      "parameters", "gradients", "master weights", "adamw m", "adamw v", "parameter windows", "kept activations",
+      "logits / dlogits", "workspace", "losses", "token ids", "targets"};
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      state.params, state.grads, state.master, state.moments, state.moments, kept_count,
+      state.params, state.grads, state.master, state.moments, state.moments, 2 * window_block, kept_count,
       logits_count, scratch_count, rows, rows, rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
-      sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T),
+      sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T), sizeof(T),
       sizeof(T), sizeof(loss_type), sizeof(std::int32_t), sizeof(std::int32_t)};
   /// The element type of each section, by name ("bf16", "f32", "i32", ...).
   static constexpr std::array<std::string_view, n_sections> section_dtypes{
       detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(), detail::plan_dtype_name<master_type>(),
       detail::plan_dtype_name<master_type>(), detail::plan_dtype_name<master_type>(), detail::plan_dtype_name<T>(),
+      detail::plan_dtype_name<T>(),
       detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(), detail::plan_dtype_name<loss_type>(), "i32", "i32"};
   static constexpr std::array<std::size_t, n_sections> offsets = [] {
     std::array<std::size_t, n_sections> o{};
@@ -308,7 +329,9 @@ struct plan {
   /// Byte offset of a parameter (by dotted path) inside the arena; a compile-time constant.
   static constexpr std::size_t param_offset_bytes(std::string_view path) {
     const std::size_t e = rank_model::find_param(path);
-    return e == npos_param ? npos_param : offsets[params] + e * sizeof(T);
+    const std::size_t hole_end = window_begin + window_blocks * window_block;
+    if (e == npos_param || (e >= window_begin && e < hole_end)) return npos_param;  // ZeRO-3: not resident
+    return offsets[params] + (e >= hole_end ? e - window_blocks * window_block : e) * sizeof(T);
   }
 
   // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention) ----
@@ -392,9 +415,14 @@ struct zero_local_plan {
   using type = Plan;
 };
 template <class Model, class Batch, class... Options, std::size_t Zero>
-  requires(Zero >= 1 && plan<Model, Batch, Options...>::optimizer_state_in_arena)
+  requires(Zero >= 1 && Zero <= 2 && plan<Model, Batch, Options...>::optimizer_state_in_arena)
 struct zero_local_plan<plan<Model, Batch, Options...>, Zero> {
   using type = plan<Model, Batch, Options..., sharded_optimizer_state>;
+};
+template <class Model, class Batch, class... Options>
+  requires(plan<Model, Batch, Options...>::optimizer_state_in_arena)
+struct zero_local_plan<plan<Model, Batch, Options...>, 3> {
+  using type = plan<Model, Batch, Options..., sharded_optimizer_state, sharded_parameters>;
 };
 template <class Plan, std::size_t Zero>
 using zero_local_plan_t = typename zero_local_plan<Plan, Zero>::type;
