@@ -59,8 +59,8 @@ run_result train_with(std::size_t steps, Make make) {
     r.losses.push_back(m.loss);
   }
   if constexpr (requires { st.local(); }) {
-    st.gather_parameters();
-    r.params.assign(st.local().params().begin(), st.local().params().end());
+    const auto p = st.parameters();  // ZeRO-3: all-gathered from the shards
+    r.params.assign(p.begin(), p.end());
   } else {
     r.params.assign(st.params().begin(), st.params().end());
   }

@@ -62,9 +62,15 @@ void run(mpi_communicator& world, const char* name) {
 
   // What the rank holds: the arena, and the shard vectors around it.
   const std::size_t arena = dp.local().resident_bytes(), resident = dp.resident_bytes(), shards = resident - arena;
-  const std::size_t n = dp.local().params().size();
-  // params, grads (+ master under mixed precision, m, v)
-  const std::size_t arena_states = n * 2 * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
+  const std::size_t n = dp.local().grads().size();  // the parameter block
+  // params (ZeRO-3 layer by layer: outside the block stack, and two one-block windows), grads
+  // (+ master under mixed precision, m, v)
+  std::size_t held = n;
+  if constexpr (dp_t::layer_by_layer) {
+    held = dp.local().params().size() + dp.local().param_windows().size();
+    WEFT_CHECK(held < n);
+  }
+  const std::size_t arena_states = (held + n) * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
   const std::size_t planned_states = planned.model_state_bytes() + planned.working_bytes;
   WEFT_CHECK(arena >= arena_states);  // the arena really holds them (a tp shard's, a stage's too)
   WEFT_CHECK(dp_t::local_step::optimizer_state_in_arena == (zero == 0));

@@ -82,10 +82,7 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 // The whole parameter block on every rank (ZeRO-3: gathered first).
 template <class Step>
 auto params_of(Step& step) {
-  using T = typename std::remove_cvref_t<decltype(step.inner().local().params())>::value_type;
-  step.inner().gather_parameters();
-  const auto p = step.inner().local().params();
-  return std::vector<T>(p.begin(), p.end());
+  return step.inner().parameters();
 }
 
 template <class Step>
@@ -107,7 +104,7 @@ void check_master_rounds_to_params(Step& step) {
   auto& dp = step.inner();
   const std::size_t begin = std::remove_reference_t<decltype(dp)>::zero_stage == 0 ? 0 : dp.shard_begin();
   const std::vector<float> m = master_of(step);
-  const auto p = dp.local().params();
+  const auto p = dp.parameters();
   using T = typename std::remove_cvref_t<decltype(p)>::value_type;
   std::size_t rounded = 0;
   for (std::size_t i = 0; i < m.size(); ++i) rounded += p[begin + i].bits == T(m[i]).bits;

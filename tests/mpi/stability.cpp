@@ -70,8 +70,7 @@ run_result run(mpi_communicator& world, const std::vector<std::size_t>& batches,
     };
     r.metrics.push_back(guard ? step.step(fill, *guard) : step.step(fill));
   }
-  step.inner().gather_parameters();
-  auto p = step.inner().local().params();
+  const auto p = step.inner().parameters();  // ZeRO-3: all-gathered from the shards
   r.params.assign(p.begin(), p.end());
   return r;
 }

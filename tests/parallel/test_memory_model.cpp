@@ -344,6 +344,45 @@ TEST_CASE("under ZeRO the local arenas hold no optimizer state; the dp step's sh
   STATIC_REQUIRE(zero_local_plan_t<bare, 2>::bytes_per_rank < bare::bytes_per_rank);
 }
 
+TEST_CASE("ZeRO-3 with data parallelism alone: the arena holds the layers outside the block stack and two block windows",
+          "[parallel][memory][zero]") {
+  using deep = gpt<gpt_config<vocab<64>, context<16>, width<32>, heads<4>, depth<5>>>;
+  using B = batch<micro<2>, seq<8>>;
+  using part = model_partition<deep>;
+  using z3 = plan<deep, B, strategy<mesh<axis<"dp", 4>>, data_parallel<"dp", zero<3>>>>;
+  using z2 = plan<deep, B, strategy<mesh<axis<"dp", 4>>, data_parallel<"dp", zero<2>>>>;
+  using tp3 = plan<deep, B, strategy<mesh<axis<"dp", 2>, axis<"tp", 2>>, tensor_parallel<"tp">, data_parallel<"dp", zero<3>>>>;
+  using bare = plan<deep, B>;
+  STATIC_REQUIRE(z3::windowed_params && !z2::windowed_params && !tp3::windowed_params && !bare::windowed_params);
+  STATIC_REQUIRE(zero_local_plan_t<bare, 3>::windowed_params && !zero_local_plan_t<bare, 2>::windowed_params);
+  // the stack starts after the token and position embeddings; 5 blocks of one block's elements
+  STATIC_REQUIRE(z3::window_begin == deep::find_param("h.0.ln_1.weight") && z3::window_blocks == 5);
+  STATIC_REQUIRE(z3::window_block == deep::find_param("h.1.ln_1.weight") - deep::find_param("h.0.ln_1.weight"));
+  STATIC_REQUIRE(z3::window_block == part::block.total);
+  STATIC_REQUIRE(z3::resident_param_count == z3::param_count - 5 * z3::window_block);
+  STATIC_REQUIRE(z3::section_elements[z3::params] == z3::resident_param_count);
+  STATIC_REQUIRE(z3::section_elements[z3::windows] == 2 * z3::window_block);
+  STATIC_REQUIRE(z3::section_elements[z3::grads] == z3::param_count);  // backward writes the whole gradient block
+  STATIC_REQUIRE(z2::section_elements[z2::windows] == 0 && z2::section_elements[z2::params] == z2::param_count);
+  // 3 blocks fewer than ZeRO-2's arena: 5 not held, 2 windows
+  STATIC_REQUIRE(z2::bytes_per_rank - z3::bytes_per_rank >= 3 * z3::window_block * sizeof(float) - 64);
+  // resident parameters keep their names' offsets outside the stack; the stack's are not in the arena
+  STATIC_REQUIRE(z3::param_offset_bytes("h.2.attn.c_attn.weight") == npos_param);
+  STATIC_REQUIRE(z3::param_offset_bytes("wte.weight") == z2::param_offset_bytes("wte.weight"));
+  STATIC_REQUIRE(z3::param_offset_bytes("ln_f.weight") ==
+                 z3::offsets[z3::params] + (deep::find_param("ln_f.weight") - 5 * z3::window_block) * sizeof(float));
+  // the memory model counts what the arena holds: working bytes = the gradient block + the
+  // resident layers and two windows (ZeRO-3) — under tp the whole shard is gathered
+  constexpr state_bytes b = state_bytes_for<float>;
+  STATIC_REQUIRE(z3::memory::stage(0, 4).working_bytes ==
+                 z3::param_count * b.grads + (z3::resident_param_count + 2 * z3::window_block) * b.params);
+  STATIC_REQUIRE(z2::memory::stage(0, 4).working_bytes == z2::param_count * b.grads);
+  STATIC_REQUIRE(tp3::memory::stage(0, 2).working_bytes == 2 * tp3::memory::stage(0, 2).params * b.grads);
+  STATIC_REQUIRE(z3::memory::stage(0, 4).total() < z2::memory::stage(0, 4).total());
+  STATIC_REQUIRE(zero3_gathered_params(100, 10, 1, true) == 100);  // one block: no window saves anything
+  STATIC_REQUIRE(zero3_gathered_params(100, 10, 8, false) == 100 && zero3_gathered_params(100, 10, 8, true) == 40);
+}
+
 TEST_CASE("the working buffers of weft's ZeRO: whole gradients (2, 3) and gathered parameters (3)", "[parallel][memory][zero]") {
   constexpr state_bytes f32 = state_bytes_for<float>;
   STATIC_REQUIRE(zero_working_bytes(1000, f32, 0) == 0);

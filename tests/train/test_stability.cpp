@@ -45,8 +45,7 @@ constexpr double poison = std::numeric_limits<double>::quiet_NaN();
 template <class S>
 std::vector<float> params_of(S& step) {
   if constexpr (requires { step.inner(); }) {
-    step.inner().gather_parameters();  // ZeRO-3 keeps the current values in the shards
-    auto p = step.inner().local().params();
+    const auto p = step.inner().parameters();  // ZeRO-3 keeps the current values in the shards
     return {p.begin(), p.end()};
   } else {
     return {step.params().begin(), step.params().end()};

@@ -251,6 +251,11 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   frame_type root_frame(bool with_grads = true) const {
     frame_type f = arena_frame<frame_type, Plan>(arena_.get(), ctx_, with_grads);
     if (with_grads) f.grad_ready = grad_ready_;
+    if constexpr (windowed)
+      if (!window_)
+        throw std::logic_error("weft::training_step: this plan keeps the block stack's parameters in ZeRO-3 shards "
+                               "(windowed_params), but no window hook is set. Run it inside "
+                               "data_parallel_step<..., zero<3>>, which gathers them.");
     f.window = window_;
     return f;
   }
