@@ -352,6 +352,13 @@ class mpi_communicator {
                       "reduce_scatter_v");
   }
 
+  /// Where each rank's block of an uneven gather starts: the running sum of `counts`.
+  static std::vector<int> displacements(std::span<const int> counts) {
+    std::vector<int> displs(counts.size());
+    for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+    return displs;
+  }
+
   /// Uneven all_gather: in holds counts[rank()] elements; out receives every rank's block, back
   /// to back in rank order (sum(counts) elements).
   template <comm_input In, comm_output Out>
@@ -361,8 +368,7 @@ class mpi_communicator {
     const auto in = detail::as_span(in_buffer);
     const auto out = detail::as_span(out_buffer);
     check_counts("all_gather_v", counts, out.size(), in.size());
-    std::vector<int> displs(counts.size());
-    for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+    std::vector<int> displs = displacements(counts);
     detail::mpi_check(MPI_Allgatherv(in.data(), counts[static_cast<std::size_t>(rank())], detail::mpi_datatype<T>(),
                                      out.data(), counts.data(), displs.data(), detail::mpi_datatype<T>(), native()),
                       "all_gather_v");
@@ -378,8 +384,7 @@ class mpi_communicator {
     const auto in = detail::as_span(in_buffer);
     const auto out = detail::as_span(out_buffer);
     check_counts("iall_gather_v", counts, out.size(), in.size());
-    std::vector<int> displs(counts.size());
-    for (std::size_t i = 1; i < counts.size(); ++i) displs[i] = displs[i - 1] + counts[i - 1];
+    std::vector<int> displs = displacements(counts);
     MPI_Request r = MPI_REQUEST_NULL;
     detail::mpi_check(MPI_Iallgatherv(in.data(), counts[static_cast<std::size_t>(rank())], detail::mpi_datatype<T>(),
                                       out.data(), counts.data(), displs.data(), detail::mpi_datatype<T>(), native(), &r),
