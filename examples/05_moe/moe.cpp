@@ -9,7 +9,7 @@
  * experts are used, evaluates the validation loss and checks it against --expect-val-loss.
  *
  *   build/examples/moe                          # 1000 steps, about 45 s on one core
- *   build/examples/moe --steps 1000 --expect-val-loss 2.2   # what CTest runs (demo.moe_shortened)
+ *   build/examples/moe --steps 1000 --expect-val-loss 2.3   # what CTest runs (demo.moe)
  */
 #include <weft/model/moe_gpt.hpp>
 #include <weft/parallel/plan.hpp>

@@ -154,4 +154,15 @@ TEST_CASE("data_parallel_step runs the recomputed model: bit-identical, gradient
   CHECK(a.losses == b.losses);
   REQUIRE(a.params.size() == b.params.size());
   CHECK(std::memcmp(a.params.data(), b.params.data(), a.params.size() * sizeof(float)) == 0);
+  // ZeRO-3: the recomputed stack (recomputed<repeat<>>) asks for its parameter and gradient
+  // windows as repeat<> does, re-running each copy's forward on the window it gathered.
+  STATIC_REQUIRE(data_parallel_step<p_full, single_world, 3>::layer_by_layer &&
+                 data_parallel_step<p_full, single_world, 3>::grads_by_layer);
+  single_world w3, w4;
+  const run_result c = train_with(3, [&] { return data_parallel_step<p_none, single_world, 3>(w3, options(), 512); });
+  const run_result d = train_with(3, [&] { return data_parallel_step<p_full, single_world, 3>(w4, options(), 512); });
+  CHECK(c.losses == d.losses);
+  CHECK(c.losses == a.losses);
+  REQUIRE(c.params.size() == d.params.size());
+  CHECK(std::memcmp(c.params.data(), d.params.data(), c.params.size() * sizeof(float)) == 0);
 }

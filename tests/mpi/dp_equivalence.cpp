@@ -96,6 +96,17 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
   WEFT_CHECK(worst <= tol * 10);
   WEFT_CHECK(dist.step_count() == steps);
   if constexpr (Zero <= 1) WEFT_CHECK(dist.buckets_overlapped() > 0);  // reduction overlapped backward
+  if constexpr (Zero >= 2) {
+    // Gradients layer by layer: the arena holds the gradients of the layers outside the block
+    // stack and two block windows; each block's window was reduce-scattered into the shards
+    // once per micro-batch (K per step), with the shard's earlier micro-batches added.
+    using local_plan = typename decltype(dist)::local_step::plan_type;
+    static_assert(decltype(dist)::grads_by_layer && local_plan::windowed_grads);
+    WEFT_CHECK(dist.local().grads().size() == local_plan::param_count - Model::depth * local_plan::window_block);
+    WEFT_CHECK(dist.local().grad_windows().size() == 2 * local_plan::window_block);
+    WEFT_CHECK(dist.window_reductions() == steps * K * Model::depth);
+    if (world.rank() == 0) std::printf("zero<%zu>: %zu block gradient windows reduce-scattered\n", Zero, dist.window_reductions());
+  }
   if constexpr (Zero == 3) {
     // Layer by layer: the arena holds neither the block stack nor a gathered copy of it, every
     // block was gathered into a window (forward, then again in backward), and the next block

@@ -3,7 +3,9 @@
 // it really allocated — the local step's arena plus data_parallel_step's shard vectors
 // (resident_bytes()) — with the plan's per-rank memory model at the world's data-parallel size
 // (memory::stage(stage, dp), whose peak over the stages is plan<>::memory_per_rank):
-//   * the model states exactly: the arena's parameter and gradient sections (and, without ZeRO,
+//   * the model states exactly: the arena's parameter and gradient sections (under ZeRO-2/3 with
+//     data parallelism alone: the layers outside the block stack and two block windows of
+//     each; and, without ZeRO,
 //     its moment sections) plus the shards equal ZeRO's states plus the working buffers
 //     (memory_model.hpp: model_state_bytes() + working_bytes) on the dp rank with the largest
 //     shard, and no more on the others;
@@ -62,15 +64,20 @@ void run(mpi_communicator& world, const char* name) {
 
   // What the rank holds: the arena, and the shard vectors around it.
   const std::size_t arena = dp.local().resident_bytes(), resident = dp.resident_bytes(), shards = resident - arena;
-  const std::size_t n = dp.local().grads().size();  // the parameter block
+  const std::size_t n = detail::parameter_block_size_of(dp.local());  // the parameter block
   // params (ZeRO-3 layer by layer: outside the block stack, and two one-block windows), grads
-  // (+ master under mixed precision, m, v)
-  std::size_t held = n;
+  // (ZeRO-2/3 layer by layer: the same), + master under mixed precision, m, v
+  std::size_t held = n, held_grads = n;
   if constexpr (dp_t::layer_by_layer) {
     held = dp.local().params().size() + dp.local().param_windows().size();
     WEFT_CHECK(held < n);
   }
-  const std::size_t arena_states = (held + n) * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
+  if constexpr (dp_t::grads_by_layer) {
+    held_grads = dp.local().grads().size() + dp.local().grad_windows().size();
+    WEFT_CHECK(held_grads < n);
+  }
+  WEFT_CHECK(dp_t::grads_by_layer == (zero >= 2 && Plan::tp == 1 && Plan::pp == 1));  // 4 blocks: windows pay
+  const std::size_t arena_states = (held + held_grads) * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
   const std::size_t planned_states = planned.model_state_bytes() + planned.working_bytes;
   WEFT_CHECK(arena >= arena_states);  // the arena really holds them (a tp shard's, a stage's too)
   WEFT_CHECK(dp_t::local_step::optimizer_state_in_arena == (zero == 0));

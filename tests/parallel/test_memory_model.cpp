@@ -344,7 +344,7 @@ TEST_CASE("under ZeRO the local arenas hold no optimizer state; the dp step's sh
   STATIC_REQUIRE(zero_local_plan_t<bare, 2>::bytes_per_rank < bare::bytes_per_rank);
 }
 
-TEST_CASE("ZeRO-3 with data parallelism alone: the arena holds the layers outside the block stack and two block windows",
+TEST_CASE("ZeRO-2/3 with data parallelism alone: the arena holds the layers outside the block stack and two block windows",
           "[parallel][memory][zero]") {
   using deep = gpt<gpt_config<vocab<64>, context<16>, width<32>, heads<4>, depth<5>>>;
   using B = batch<micro<2>, seq<8>>;
@@ -353,8 +353,13 @@ TEST_CASE("ZeRO-3 with data parallelism alone: the arena holds the layers outsid
   using z2 = plan<deep, B, strategy<mesh<axis<"dp", 4>>, data_parallel<"dp", zero<2>>>>;
   using tp3 = plan<deep, B, strategy<mesh<axis<"dp", 2>, axis<"tp", 2>>, tensor_parallel<"tp">, data_parallel<"dp", zero<3>>>>;
   using bare = plan<deep, B>;
+  using z1 = plan<deep, B, strategy<mesh<axis<"dp", 4>>, data_parallel<"dp", zero<1>>>>;
   STATIC_REQUIRE(z3::windowed_params && !z2::windowed_params && !tp3::windowed_params && !bare::windowed_params);
   STATIC_REQUIRE(zero_local_plan_t<bare, 3>::windowed_params && !zero_local_plan_t<bare, 2>::windowed_params);
+  // gradients: ZeRO-2 and 3 (not 1, not under tp)
+  STATIC_REQUIRE(z3::windowed_grads && z2::windowed_grads && !z1::windowed_grads && !tp3::windowed_grads && !bare::windowed_grads);
+  STATIC_REQUIRE(zero_local_plan_t<bare, 2>::windowed_grads && zero_local_plan_t<bare, 3>::windowed_grads &&
+                 !zero_local_plan_t<bare, 1>::windowed_grads);
   // the stack starts after the token and position embeddings; 5 blocks of one block's elements
   STATIC_REQUIRE(z3::window_begin == deep::find_param("h.0.ln_1.weight") && z3::window_blocks == 5);
   STATIC_REQUIRE(z3::window_block == deep::find_param("h.1.ln_1.weight") - deep::find_param("h.0.ln_1.weight"));
@@ -362,28 +367,35 @@ TEST_CASE("ZeRO-3 with data parallelism alone: the arena holds the layers outsid
   STATIC_REQUIRE(z3::resident_param_count == z3::param_count - 5 * z3::window_block);
   STATIC_REQUIRE(z3::section_elements[z3::params] == z3::resident_param_count);
   STATIC_REQUIRE(z3::section_elements[z3::windows] == 2 * z3::window_block);
-  STATIC_REQUIRE(z3::section_elements[z3::grads] == z3::param_count);  // backward writes the whole gradient block
+  // gradients as parameters: resident layers, two windows (ZeRO-2 and 3)
+  STATIC_REQUIRE(z3::resident_grad_count == z3::resident_param_count && z2::resident_grad_count == z3::resident_grad_count);
+  STATIC_REQUIRE(z3::section_elements[z3::grads] == z3::resident_grad_count);
+  STATIC_REQUIRE(z3::section_elements[z3::grad_windows] == 2 * z3::window_block);
+  STATIC_REQUIRE(z2::section_elements[z2::grad_windows] == 2 * z2::window_block && z2::window_block == z3::window_block);
+  STATIC_REQUIRE(z1::section_elements[z1::grad_windows] == 0 && z1::section_elements[z1::grads] == z1::param_count);
   STATIC_REQUIRE(z2::section_elements[z2::windows] == 0 && z2::section_elements[z2::params] == z2::param_count);
-  // 3 blocks fewer than ZeRO-2's arena: 5 not held, 2 windows
+  // 3 blocks fewer than ZeRO-2's arena: 5 not held, 2 windows; ZeRO-2's 3 fewer than ZeRO-1's
   STATIC_REQUIRE(z2::bytes_per_rank - z3::bytes_per_rank >= 3 * z3::window_block * sizeof(float) - 64);
+  STATIC_REQUIRE(z1::bytes_per_rank - z2::bytes_per_rank >= 3 * z2::window_block * sizeof(float) - 64);
   // resident parameters keep their names' offsets outside the stack; the stack's are not in the arena
   STATIC_REQUIRE(z3::param_offset_bytes("h.2.attn.c_attn.weight") == npos_param);
   STATIC_REQUIRE(z3::param_offset_bytes("wte.weight") == z2::param_offset_bytes("wte.weight"));
   STATIC_REQUIRE(z3::param_offset_bytes("ln_f.weight") ==
                  z3::offsets[z3::params] + (deep::find_param("ln_f.weight") - 5 * z3::window_block) * sizeof(float));
-  // the memory model counts what the arena holds: working bytes = the gradient block + the
-  // resident layers and two windows (ZeRO-3) — under tp the whole shard is gathered
+  // the memory model counts what the arena holds: working bytes = the resident layers and two
+  // windows, of gradients (ZeRO-2, 3) and of parameters (ZeRO-3) — under tp the whole shard
   constexpr state_bytes b = state_bytes_for<float>;
-  STATIC_REQUIRE(z3::memory::stage(0, 4).working_bytes ==
-                 z3::param_count * b.grads + (z3::resident_param_count + 2 * z3::window_block) * b.params);
-  STATIC_REQUIRE(z2::memory::stage(0, 4).working_bytes == z2::param_count * b.grads);
+  constexpr std::size_t held = z3::resident_param_count + 2 * z3::window_block;
+  STATIC_REQUIRE(z3::memory::stage(0, 4).working_bytes == held * b.grads + held * b.params);
+  STATIC_REQUIRE(z2::memory::stage(0, 4).working_bytes == held * b.grads);
   STATIC_REQUIRE(tp3::memory::stage(0, 2).working_bytes == 2 * tp3::memory::stage(0, 2).params * b.grads);
   STATIC_REQUIRE(z3::memory::stage(0, 4).total() < z2::memory::stage(0, 4).total());
-  STATIC_REQUIRE(zero3_gathered_params(100, 10, 1, true) == 100);  // one block: no window saves anything
-  STATIC_REQUIRE(zero3_gathered_params(100, 10, 8, false) == 100 && zero3_gathered_params(100, 10, 8, true) == 40);
+  STATIC_REQUIRE(zero_held_elements(100, 10, 1, true) == 100);  // one block: no window saves anything
+  STATIC_REQUIRE(zero_held_elements(100, 10, 8, false) == 100 && zero_held_elements(100, 10, 8, true) == 40);
+  STATIC_REQUIRE(zero_working_bytes(100, b, 2, 40) == 40 * b.grads && zero_working_bytes(100, b, 3, 40) == 40 * (b.grads + b.params));
 }
 
-TEST_CASE("the working buffers of weft's ZeRO: whole gradients (2, 3) and gathered parameters (3)", "[parallel][memory][zero]") {
+TEST_CASE("the working buffers of weft's ZeRO: gradients (2, 3) and gathered parameters (3)", "[parallel][memory][zero]") {
   constexpr state_bytes f32 = state_bytes_for<float>;
   STATIC_REQUIRE(zero_working_bytes(1000, f32, 0) == 0);
   STATIC_REQUIRE(zero_working_bytes(1000, f32, 1) == 0);
@@ -413,6 +425,10 @@ TEST_CASE("the collectives' temporaries: in-flight buckets, reduce-scatter piece
   STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 3, 4, 24 * mib) == 24 * mib + 3 * 6 * mib);
   STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 2, 8, 24 * mib) == 24 * mib + 3 * 3 * mib);
   STATIC_REQUIRE(comm_buffer_bytes(1000, f, 3, 2, 25 * mib) == 2 * 1000 * f);
+  // layer by layer a block's gradient window is one reduce-scatter: the piece is the larger
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 2, 2, 24 * mib, 8 * mib / f) == 2 * 24 * mib);
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 2, 2, 24 * mib, 32 * mib / f) == 2 * 32 * mib);
+  STATIC_REQUIRE(comm_buffer_bytes(100 * mib, f, 0, 2, 24 * mib, 32 * mib / f) == gradient_buckets_in_flight * 24 * mib);
   // in the plan: counted in total() and memory_per_rank, at the mesh's dp, with the strategy's buckets
   using dp2 = plan<tiny_gpt, batch<micro<2>, seq<8>>,
                    strategy<mesh<axis<"dp", 2>>, data_parallel<"dp", zero<1>, bucket_bytes<4096>>>>;

@@ -272,7 +272,7 @@ class mpi_communicator {
     MPI_Request req_ = MPI_REQUEST_NULL;  // MPI_REQUEST_NULL: complete (or never started)
     MPI_Datatype type_ = MPI_BYTE;
     int expected_ = -1;  // elements a receive expects; -1 for a send
-    std::vector<int> displs_;  // an iall_gather_v's displacements, alive until it completes (moving keeps the buffer)
+    std::vector<int> displs_;  // an iall_gather_v's displacements, an ireduce_scatter_v's counts: alive until it completes (moving keeps the buffer)
   };
 
   /// Wraps a communicator whose MPI environment the caller manages.
@@ -350,6 +350,26 @@ class mpi_communicator {
     detail::mpi_check(MPI_Reduce_scatter(in.data(), out.data(), counts.data(), detail::mpi_datatype<T>(),
                                          detail::mpi_op<T>(reduce_op::sum), native()),
                       "reduce_scatter_v");
+  }
+
+  /// Non-blocking reduce_scatter_v (MPI_Ireduce_scatter): ZeRO-2/3 reduce a block's gradients
+  /// while the next block's backward runs. `in` and `out` must stay alive and untouched until
+  /// the request completes (the counts are copied into the request).
+  template <comm_input In, comm_output Out>
+    requires comm_same_element<In, Out>
+  request ireduce_scatter_v(In&& in_buffer, Out&& out_buffer, std::span<const int> counts) {
+    using T = comm_element_t<Out>;
+    const auto in = detail::as_span(in_buffer);
+    const auto out = detail::as_span(out_buffer);
+    check_counts("ireduce_scatter_v", counts, in.size(), out.size());
+    std::vector<int> own(counts.begin(), counts.end());
+    MPI_Request r = MPI_REQUEST_NULL;
+    detail::mpi_check(MPI_Ireduce_scatter(in.data(), out.data(), own.data(), detail::mpi_datatype<T>(),
+                                          detail::mpi_op<T>(reduce_op::sum), native(), &r),
+                      "ireduce_scatter_v");
+    request q(r, detail::mpi_datatype<T>(), -1);
+    q.displs_ = std::move(own);  // moving a vector keeps its buffer
+    return q;
   }
 
   /// Where each rank's block of an uneven gather starts: the running sum of `counts`.

@@ -10,8 +10,8 @@
 //   zero<1>  same reduction; each rank keeps the AdamW moments of its shard only, updates its
 //            shard, and the shards are all-gathered into the parameters (sent from the
 //            consumed gradient shard: no send buffer of its own)
-//   zero<2>  gradients reduce-scattered after backward, in pieces of `bucket_bytes` (each rank
-//            gets the sum of its shard only)
+//   zero<2>  gradients reduce-scattered (each rank gets the sum of its shard only): block by
+//            block during backward (below), else after it in pieces of `bucket_bytes`
 //   zero<3>  parameters sharded too: the rank's shard is the master copy, all-gathered into
 //            the working parameters before each step's forward
 // Shards are contiguous runs of the parameter block, as even as the count allows.
@@ -19,17 +19,28 @@
 // windowed_params) the arena holds only the layers before and after the model's block stack
 // (embeddings, final norm) and two windows of one block. begin_step gathers the resident layers;
 // the stack's repeat<> asks for each block before it runs forward or backward
-// (param_window_hook), and this step all-gathers that block from the shards into a window and
+// (block_window_hook), and this step all-gathers that block from the shards into a window and
 // starts gathering the block that runs next into the other (non-blocking where the communicator
 // has iall_gather_v, so the transfer overlaps the current block's compute). Backward runs the
 // blocks in reverse and gathers them again, as ZeRO-3 does. Over a tensor- or pipeline-parallel
 // local step ZeRO-3 still gathers the whole shard before forward.
+// ZeRO-2/3 gradients layer by layer (issue #7): over a single-rank local step (windowed_grads)
+// the arena holds the gradients of the layers outside the stack and two windows of one block.
+// Before each block's backward the stack's repeat<> asks for a zeroed window; when it ends,
+// this rank adds what its shard already holds there (the earlier micro-batches' sums, zeroed
+// at the step's start) to its part of the window, and the window is reduce-scattered into the
+// shards (non-blocking where the communicator has ireduce_scatter_v, finishing while the next
+// block's backward runs). The resident layers' gradients, accumulated over the micro-batches,
+// are reduce-scattered once at the end. Each micro-batch's block gradients are thus summed over
+// the ranks before being added to the earlier ones (as DeepSpeed's ZeRO-2 does under gradient
+// accumulation), one more rounding per micro-batch than summing locally first.
 // Memory (issue #7): from zero<1> on, the shard vectors below (moments, and the gradient and
 // master shards) are the only copy: the local step is built on zero_local_plan_t<Plan, Zero>,
 // whose arena has no master or moment sections (state_sections.hpp), and a local step that
-// still holds them is rejected at compile time. The arena keeps the whole parameter and
-// gradient blocks (backward writes the whole gradient; ZeRO-3 gathers the whole model before
-// forward): memory_model's working_bytes. resident_bytes() is what a rank holds, and
+// still holds them is rejected at compile time. Beside the shards the arena keeps the gradient
+// (ZeRO-2/3) and parameter (ZeRO-3) blocks whole over a tensor- or pipeline-parallel local
+// step, and layer by layer (above) the resident layers and two windows of each:
+// memory_model's working_bytes. resident_bytes() is what a rank holds, and
 // plan<>::memory_per_rank predicts it (tests/mpi/memory_per_rank.cpp).
 // Mixed precision (precision<bf16, f32>, issue #7): the parameters, gradients and activations
 // are bf16 in the local arena; the optimizer state is in the master type M (f32). zero<0> runs
@@ -93,7 +104,13 @@ constexpr bool holds_optimizer_state() {
 // Whether a local step gathers its block stack through parameter windows (ZeRO-3, training_step).
 template <class Local>
 constexpr bool gathers_by_window() {
-  if constexpr (requires { Local::windowed; }) return Local::windowed;
+  if constexpr (requires { Local::windowed_params; }) return Local::windowed_params;
+  else return false;
+}
+// Whether its block stack's gradients come through windows (ZeRO-2 and 3, training_step).
+template <class Local>
+constexpr bool reduces_by_window() {
+  if constexpr (requires { Local::windowed_grads; }) return Local::windowed_grads;
   else return false;
 }
 // Elements of a local step's parameter block (its params() may hold fewer: the windowed ones).
@@ -137,6 +154,12 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   /// ZeRO-3 gathering the block stack layer by layer, prefetching the next block (a single-rank
   /// local step on a plan with windowed_params; see the top of this file).
   static constexpr bool layer_by_layer = Zero == 3 && detail::gathers_by_window<Local>();
+  /// ZeRO-2/3 reducing the block stack's gradients layer by layer: each block's backward writes
+  /// into a window that is reduce-scattered into the shards when it ends (see the top of this file).
+  static constexpr bool grads_by_layer = Zero >= 2 && detail::reduces_by_window<Local>();
+  static constexpr bool windows_match_stage =
+      (detail::gathers_by_window<Local>() == layer_by_layer) && (detail::reduces_by_window<Local>() == grads_by_layer);
+  static_assert(windows_match_stage, "weft::data_parallel_step: the local step's plan keeps the block stack's parameters or gradients in windows (sharded_parameters, sharded_gradients) that this ZeRO stage does not fill. Build the local step on zero_local_plan_t<Plan, Zero>.");
   /// Master weights and AdamW moments: T, or the local step's master type under mixed precision.
   using M = typename detail::local_master_type<Local, T>::type;
   static constexpr bool mixed_precision = !std::is_same_v<T, M>;
@@ -202,7 +225,16 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
       master_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
                      p.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
     }
-    if constexpr (layer_by_layer) local_.set_param_window({&data_parallel_step::on_window, this});
+    if constexpr (layer_by_layer || grads_by_layer) {
+      block_window_hook<T> hook{};
+      hook.context = this;
+      if constexpr (layer_by_layer) hook.params_fn = &data_parallel_step::on_window;
+      if constexpr (grads_by_layer) {
+        hook.grads_fn = &data_parallel_step::on_grad_window;
+        hook.grads_done = &data_parallel_step::on_grad_window_done;
+      }
+      local_.set_block_window(hook);
+    }
     // ---- buckets over the parameter block, reduced last-first as backward finishes them ----
     const std::size_t per = std::max<std::size_t>(1, bucket_bytes / sizeof(T));
     piece_ = per;
@@ -249,6 +281,9 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   /// ahead), and blocks found already gathered ahead when a layer asked for them.
   std::size_t window_gathers() const { return window_gathers_; }
   std::size_t window_prefetch_hits() const { return window_hits_; }
+  /// ZeRO-2/3 layer by layer, since construction: block gradient windows reduce-scattered into
+  /// the shards (one per block and micro-batch).
+  std::size_t window_reductions() const { return grad_window_reductions_; }
   /// The whole parameter block, current (what one process running the whole batch would hold):
   /// local().params() below ZeRO-3; collective over the group under ZeRO-3 (the shards
   /// all-gathered; layer by layer the arena does not hold the block stack).
@@ -298,7 +333,12 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     return local_.accumulate(scale);
   }
   std::size_t data_replicas() const { return dp_; }
-  void begin_step() { gather_parameters(); }
+  void begin_step() {
+    gather_parameters();
+    // Layer by layer, each micro-batch's block gradients are reduce-scattered into the shard as
+    // their backward ends, the shard's earlier sum added to this rank's part (grad_window_done).
+    if constexpr (grads_by_layer) ops::zero(local_.context(), grad_shard_.data(), shard_size_);
+  }
   void micro_batch_starts(std::size_t i, std::size_t k) {
     reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
     next_bucket_ = 0;
@@ -329,6 +369,13 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
                                "asked for its parameters. The model's repeat<N, Block> must be the one plan<> found "
                                "(a child of the top-level sequential).");
       window_calls_ = 0;
+    }
+    if constexpr (grads_by_layer) {
+      if (grad_window_calls_ == 0)
+        throw std::logic_error("weft::data_parallel_step: ZeRO reduces the block stack's gradients layer by layer, but "
+                               "no block asked for its gradient window. The model's repeat<N, Block> must be the one "
+                               "plan<> found (a child of the top-level sequential).");
+      grad_window_calls_ = 0;
     }
     finish_reduction();
   }
@@ -443,13 +490,13 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   };
   static constexpr bool nonblocking_gather =
       requires(Comm& c, std::span<const T> in, std::span<T> out, std::span<const int> n) { c.iall_gather_v(in, out, n); };
+  static constexpr bool nonblocking_reduce_scatter =
+      requires(Comm& c, std::span<const T> in, std::span<T> out, std::span<const int> n) { c.ireduce_scatter_v(in, out, n); };
   // Every rank's part of [a, e) of the parameter block, from the shards, into dst (e - a
   // elements); started non-blocking into `slot` when given and the communicator can.
   void gather_range(std::size_t a, std::size_t e, T* dst, bool ahead, window_slot* slot = nullptr) {
     std::vector<int>& cnt = slot ? slot->counts : piece_counts_;
-    cnt.resize(dp_);
-    for (std::size_t r = 0; r < dp_; ++r)
-      cnt[r] = static_cast<int>(std::clamp(offsets_[r] + counts_[r], a, e) - std::clamp(offsets_[r], a, e));
+    counts_within(a, e, cnt);
     const std::size_t lo = std::clamp(shard_begin_, a, e), n = static_cast<std::size_t>(cnt[rank_]);
     const std::span<const T> in(n > 0 ? shard_values() + (lo - shard_begin_) : shard_values(), n);
     const std::span<T> out(dst, e - a);
@@ -534,25 +581,87 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     if constexpr (Zero <= 1) {
       while (next_bucket_ < buckets_.size()) start_bucket(next_bucket_++);  // whatever backward did not start
       for (auto& r : requests_) r.wait();
-    } else {
-      // In pieces of bucket_bytes, so that the library's temporaries are a piece, not the
-      // whole block: piece [a, e) gives each rank the part of its shard inside it. Each element
-      // is still summed over the same ranks by one reduce-scatter.
+    } else if constexpr (grads_by_layer) {
+      for (auto& w : grad_slots_) settle(w);  // the stack's last blocks
+      // The layers before and after the stack: their gradients are whole in the arena.
+      using LP = typename Local::plan_type;
+      constexpr std::size_t cut = LP::window_begin, hole = LP::window_blocks * LP::window_block;
       const auto g = local_.grads();
-      std::vector<int>& cnt = piece_counts_;
-      cnt.resize(dp_);
-      for (std::size_t a = 0; a < P; a += piece_) {
-        const std::size_t e = std::min(P, a + piece_);
-        for (std::size_t r = 0; r < dp_; ++r) {
-          const std::size_t b0 = std::clamp(offsets_[r], a, e), e0 = std::clamp(offsets_[r] + counts_[r], a, e);
-          cnt[r] = static_cast<int>(e0 - b0);
-        }
-        const std::size_t lo = std::max(a, shard_begin_), n = static_cast<std::size_t>(cnt[rank_]);
-        group_.reduce_scatter_v(std::span<const T>(g.data() + a, e - a),
-                                std::span<T>(grad_shard_.data() + (n > 0 ? lo - shard_begin_ : 0), n),
-                                std::span<const int>(cnt));
+      reduce_scatter_range(0, cut, g.data(), false);
+      reduce_scatter_range(cut + hole, P, g.data() + cut, false);
+    } else {
+      reduce_scatter_range(0, P, local_.grads().data(), false);
+    }
+  }
+
+  // Each rank's shard part of [a, e) of the gradient block summed over the group into
+  // grad_shard_, from this rank's src (e - a elements), in pieces of bucket_bytes so that the
+  // library's temporaries are a piece, not the whole range. `add_own`: this rank's part first
+  // adds what grad_shard_ holds there (earlier micro-batches' sums), so the result is the total.
+  // With `slot` and a communicator that can, [a, e) is one non-blocking reduce-scatter (a
+  // block's window while the next block's backward runs).
+  void reduce_scatter_range(std::size_t a, std::size_t e, T* src, bool add_own, window_slot* slot = nullptr) {
+    if (add_own) {
+      const std::size_t lo = std::clamp(shard_begin_, a, e), hi = std::clamp(shard_begin_ + shard_size_, a, e);
+      if (lo < hi)
+        ops::accumulate(local_.context(), src + (lo - a), grad_shard_.data() + (lo - shard_begin_), hi - lo);
+    }
+    if constexpr (nonblocking_reduce_scatter) {
+      if (slot) {
+        std::vector<int>& cnt = slot->counts;
+        counts_within(a, e, cnt);
+        const std::size_t lo = std::clamp(shard_begin_, a, e), n = static_cast<std::size_t>(cnt[rank_]);
+        slot->request = group_.ireduce_scatter_v(std::span<const T>(src, e - a),
+                                                 std::span<T>(grad_shard_.data() + (n > 0 ? lo - shard_begin_ : 0), n),
+                                                 std::span<const int>(cnt));
+        slot->in_flight = true;
+        return;
       }
     }
+    for (std::size_t p = a; p < e; p += piece_) {
+      const std::size_t q = std::min(e, p + piece_);
+      counts_within(p, q, piece_counts_);
+      const std::size_t lo = std::clamp(shard_begin_, p, q), n = static_cast<std::size_t>(piece_counts_[rank_]);
+      group_.reduce_scatter_v(std::span<const T>(src + (p - a), q - p),
+                              std::span<T>(grad_shard_.data() + (n > 0 ? lo - shard_begin_ : 0), n),
+                              std::span<const int>(piece_counts_));
+    }
+  }
+  // Each rank's part of [a, e): its shard clipped to the range.
+  void counts_within(std::size_t a, std::size_t e, std::vector<int>& cnt) const {
+    cnt.resize(dp_);
+    for (std::size_t r = 0; r < dp_; ++r)
+      cnt[r] = static_cast<int>(std::clamp(offsets_[r] + counts_[r], a, e) - std::clamp(offsets_[r], a, e));
+  }
+
+  // ---- ZeRO-2/3 layer by layer: two one-block gradient windows ----
+  static T* on_grad_window(void* self, std::size_t offset, std::size_t count) {
+    return static_cast<data_parallel_step*>(self)->grad_window_for(offset, count);
+  }
+  static void on_grad_window_done(void* self, std::size_t offset, std::size_t count) {
+    static_cast<data_parallel_step*>(self)->grad_window_done(offset, count);
+  }
+  // A zeroed window for block [offset, offset + count): the one not holding the block whose
+  // reduction may still be in flight (that one finishes while this block's backward runs).
+  T* grad_window_for(std::size_t offset, std::size_t count) {
+    ++grad_window_calls_;
+    const int j = 1 - current_grad_window_;
+    settle(grad_slots_[j]);
+    T* w = local_.grad_windows().data() + static_cast<std::size_t>(j) * count;
+    ops::zero(local_.context(), w, count);
+    grad_slots_[j].offset = offset;
+    current_grad_window_ = j;
+    return w;
+  }
+  // The block's backward has ended: the block before it (the other window) has finished
+  // reducing, so its part of the shard is final; this block's window, with the shard's earlier
+  // sum added to this rank's part, is reduce-scattered into the shard.
+  void grad_window_done(std::size_t offset, std::size_t count) {
+    const int j = current_grad_window_;
+    settle(grad_slots_[1 - j]);
+    T* w = local_.grad_windows().data() + static_cast<std::size_t>(j) * count;
+    reduce_scatter_range(offset, offset + count, w, true, &grad_slots_[j]);
+    ++grad_window_reductions_;
   }
 
   // The gradients this rank updates with: all of them (zero 0), or its shard.
@@ -627,6 +736,9 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   window_slot windows_[2];  // ZeRO-3 layer by layer
   int current_window_ = 0;
   std::size_t window_calls_ = 0, window_gathers_ = 0, window_hits_ = 0;
+  window_slot grad_slots_[2];  // ZeRO-2/3 layer by layer: the block written, the block reducing
+  int current_grad_window_ = 1;
+  std::size_t grad_window_calls_ = 0, grad_window_reductions_ = 0;
 };
 
 }  // namespace weft

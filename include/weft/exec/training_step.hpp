@@ -159,7 +159,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
       // The master weights are initialised; the T parameters are their rounded copy.
       initialise_parameters(master(), infos_, options_.seed);
       ops::cast(ctx_, section(Plan::params), section<M>(Plan::master), Plan::param_count);
-    } else if constexpr (mixed_precision || windowed) {
+    } else if constexpr (mixed_precision || windowed_params) {
       // No master section (ZeRO keeps the optimizer state in shards): the same rounded values,
       // computed in M and rounded element by element (no model-sized temporary); under ZeRO-3
       // only the resident layers (the block stack comes through the windows).
@@ -178,20 +178,32 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   /// Elements of the model's parameter block (offsets of parameter_infos() and grads()).
   static constexpr std::size_t parameter_block_size() { return Plan::param_count; }
   /// ZeRO-3: the block stack's parameters are not resident; they come one block at a time
-  /// through a window that data_parallel_step fills (set_param_window, param_window_hook).
-  static constexpr bool windowed = Plan::windowed_params;
-  /// The two one-block windows (windowed only; empty otherwise).
-  std::span<T> param_windows() const { return {section(Plan::windows), 2 * Plan::window_block}; }
-  /// The window hook of every frame of this step: `fn` and `context` from the caller; the hole
+  /// through a window that data_parallel_step fills (set_block_window, block_window_hook).
+  static constexpr bool windowed_params = Plan::windowed_params;
+  /// ZeRO-2 and 3: nor are its gradients; each block's backward writes into a window that
+  /// data_parallel_step hands out and reduce-scatters into the gradient shards.
+  static constexpr bool windowed_grads = Plan::windowed_grads;
+  /// The two one-block parameter windows (windowed_params only; empty otherwise).
+  std::span<T> param_windows() const { return {section(Plan::windows), Plan::section_elements[Plan::windows]}; }
+  /// The two one-block gradient windows (windowed_grads only; empty otherwise).
+  std::span<T> grad_windows() const { return {section(Plan::grad_windows), Plan::section_elements[Plan::grad_windows]}; }
+  /// The window hook of every frame of this step: the functions and `context` from the caller
+  /// (parameters under windowed_params, gradients under windowed_grads, and only then); the hole
   /// (the block stack's offset and size) from the plan.
-  void set_param_window(param_window_hook<T> hook)
-    requires windowed
+  void set_block_window(block_window_hook<T> hook)
+    requires(windowed_params || windowed_grads)
   {
+    if ((hook.params_fn != nullptr) != windowed_params || (hook.grads_fn != nullptr) != windowed_grads ||
+        (hook.grads_fn != nullptr) != (hook.grads_done != nullptr))
+      throw std::logic_error("weft::training_step::set_block_window: the hook's parameter and gradient functions must "
+                             "match the plan's windowed_params and windowed_grads.");
     hook.begin = Plan::window_begin;
     hook.size = Plan::window_blocks * Plan::window_block;
     window_ = hook;
   }
-  std::span<T> grads() const { return {section(Plan::grads), Plan::param_count}; }
+  /// The gradients the arena holds: the whole block, or under ZeRO-2/3 (windowed_grads) the
+  /// layers before and after the block stack, back to back (Plan::resident_grad_count).
+  std::span<T> grads() const { return {section(Plan::grads), Plan::state.grads}; }
   /// The AdamW moments (only when the arena holds them: not under ZeRO >= 1, whose moments are
   /// data_parallel_step's shards).
   std::span<M> adam_m() const
@@ -251,11 +263,11 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   frame_type root_frame(bool with_grads = true) const {
     frame_type f = arena_frame<frame_type, Plan>(arena_.get(), ctx_, with_grads);
     if (with_grads) f.grad_ready = grad_ready_;
-    if constexpr (windowed)
+    if constexpr (windowed_params || windowed_grads)
       if (!window_)
-        throw std::logic_error("weft::training_step: this plan keeps the block stack's parameters in ZeRO-3 shards "
-                               "(windowed_params), but no window hook is set. Run it inside "
-                               "data_parallel_step<..., zero<3>>, which gathers them.");
+        throw std::logic_error("weft::training_step: this plan keeps the block stack's parameters or gradients in "
+                               "ZeRO shards (windowed_params, windowed_grads), but no window hook is set. Run it "
+                               "inside data_parallel_step<..., zero<2>> or zero<3>, which gathers and reduces them.");
     f.window = window_;
     return f;
   }
@@ -286,7 +298,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   // step(fill, accept), evaluate(fill, batches) and clip_gradients(): step_skeleton.hpp.
 
   /// Sum of squared gradients of this rank's parameters (model-parallel steps count replicas once).
-  double grad_norm_squared() const { return ops::sum_squares(ctx_, section(Plan::grads), Plan::param_count); }
+  double grad_norm_squared() const { return ops::sum_squares(ctx_, section(Plan::grads), Plan::state.grads); }
   /// A squared-norm contribution summed over the model-parallel ranks: one rank here.
   double model_parallel_sum(double local) const { return local; }
 
@@ -322,7 +334,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   // A device arena: the initial values are computed on the host (the same values, per name, as
   // a host arena gets) and copied in; the T parameters are the master's rounded copy.
   void initialise_through_host() {
-    if constexpr (mixed_precision || windowed) {
+    if constexpr (mixed_precision || windowed_params) {
       std::vector<T> rounded(Plan::state.params);
       initialise_resident(std::span<T>(rounded));
       copy_to_context(ctx_, section(Plan::params), rounded.data(), rounded.size() * sizeof(T));
@@ -343,7 +355,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   void initialise_resident(std::span<T> out) const {
     using Via = std::conditional_t<mixed_precision, M, void>;
     const std::size_t hole = Plan::window_blocks * Plan::window_block, cut = Plan::window_begin;
-    if constexpr (!windowed) {
+    if constexpr (!windowed_params) {
       initialise_parameter_range<Via>(out, 0, infos_, options_.seed);
     } else {
       initialise_parameter_range<Via>(out.first(cut), 0, infos_, options_.seed);
@@ -359,7 +371,7 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   std::vector<group> groups_;
   std::size_t step_ = 0;
   grad_ready_hook grad_ready_{};
-  param_window_hook<T> window_{};
+  block_window_hook<T> window_{};
 };
 
 }  // namespace weft

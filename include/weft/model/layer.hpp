@@ -59,22 +59,37 @@ struct grad_ready_hook {
 };
 
 /// Where the copies of the model's block stack (its top-level repeat<>) find their parameters
-/// when the rank does not hold them all: ZeRO-3 keeps the layers before and after the stack
-/// resident and gathers one block at a time into a window, prefetching the next (issue #7;
-/// data_parallel_step). The resident parameter block then has a hole of `size` elements at
-/// `begin` (offsets in the model's block): what lies after the stack is `size` elements
-/// earlier in memory (frame::child and frame::root_param account for it).
+/// and gradients when the rank does not hold them all (issue #7; data_parallel_step):
+///   * parameters (ZeRO-3, `params_fn`): the layers before and after the stack stay resident;
+///     one block at a time is gathered into a window, the next prefetched;
+///   * gradients (ZeRO-2 and 3, `grads_fn` / `grads_done`): each block's backward writes into a
+///     zeroed window, which is reduce-scattered into the ranks' gradient shards when the block's
+///     backward ends.
+/// The resident parameter (or gradient) block then has a hole of `size` elements at `begin`
+/// (offsets in the model's block): what lies after the stack is `size` elements earlier in
+/// memory (frame::child, frame::root_param and frame::root_grad account for it).
 template <class T>
-struct param_window_hook {
+struct block_window_hook {
   /// Makes the parameters [offset, offset + count) of the model's block resident and returns
   /// where they are (valid until the next call); `next` (npos_param: none) is the block
-  /// that will be asked for next, to fetch meanwhile.
-  T* (*fn)(void* context, std::size_t offset, std::size_t count, std::size_t next) = nullptr;
+  /// that will be asked for next, to fetch meanwhile. nullptr: the parameters are resident.
+  T* (*params_fn)(void* context, std::size_t offset, std::size_t count, std::size_t next) = nullptr;
+  /// A zeroed window for the gradients of block [offset, offset + count), valid until
+  /// grads_done of the same block. nullptr: the gradients are resident.
+  T* (*grads_fn)(void* context, std::size_t offset, std::size_t count) = nullptr;
+  /// The block's backward has ended: its window holds this micro-batch's gradients.
+  void (*grads_done)(void* context, std::size_t offset, std::size_t count) = nullptr;
   void* context = nullptr;
   std::size_t begin = 0;  ///< the stack's first parameter, in the model's block
   std::size_t size = 0;   ///< the stack's parameter elements
-  explicit operator bool() const { return fn != nullptr; }
-  T* operator()(std::size_t offset, std::size_t count, std::size_t next) const { return fn(context, offset, count, next); }
+  bool windows_params() const { return params_fn != nullptr; }
+  bool windows_grads() const { return grads_fn != nullptr; }
+  explicit operator bool() const { return params_fn != nullptr || grads_fn != nullptr; }
+  T* params(std::size_t offset, std::size_t count, std::size_t next) const { return params_fn(context, offset, count, next); }
+  T* grads(std::size_t offset, std::size_t count) const { return grads_fn(context, offset, count); }
+  void done(std::size_t offset, std::size_t count) const { grads_done(context, offset, count); }
+  /// `offset` of the model's block, where the resident block holds it (past the hole: earlier).
+  std::size_t resident(std::size_t offset) const { return offset >= begin + size ? offset - size : offset; }
 };
 
 /// Where one layer's parameters, gradients, kept activations and workspace are, for one
@@ -101,7 +116,7 @@ struct frame {
   tp_group* tp = nullptr;                ///< tensor-parallel group of sharded layers (nullptr: none)
   Ctx ctx{};                             ///< where the ops run (a small handle; children share it)
   std::size_t poff = 0;                  ///< element offset of `params` in the model's block
-  param_window_hook<T> window{};         ///< optional: the block stack's parameters come through it
+  block_window_hook<T> window{};         ///< optional: the block stack's parameters / gradients come through it
 
   /// Element offset of this layer's parameter block in the model's block (carried, not
   /// computed from addresses: a windowed block's parameters are not at root_params + offset).
@@ -109,7 +124,11 @@ struct frame {
   /// The model's parameter at element offset `offset` of its block (a tied weight): root_params
   /// + offset, less the window's hole when it lies after the block stack.
   T* root_param(std::size_t offset) const {
-    return root_params + (window && offset >= window.begin + window.size ? offset - window.size : offset);
+    return root_params + (window.windows_params() ? window.resident(offset) : offset);
+  }
+  /// Its gradient (nullptr when the frame has none), as root_param.
+  T* root_grad(std::size_t offset) const {
+    return root_grads ? root_grads + (window.windows_grads() ? window.resident(offset) : offset) : nullptr;
   }
   /// Reports that the gradients of this layer's block and everything after it are final.
   void report_grads_final() const {
@@ -121,10 +140,13 @@ struct frame {
     frame f = *this;
     f.poff = poff + param_offset;
     f.params = params + param_offset;
-    // A child after the block stack whose parent starts before its end: the resident block
-    // has no room for the stack (param_window_hook), so what follows it sits earlier.
-    if (window && poff < window.begin + window.size && f.poff >= window.begin + window.size) f.params -= window.size;
     f.grads = grads ? grads + param_offset : nullptr;
+    // A child after the block stack whose parent starts before its end: the resident block
+    // has no room for the stack (block_window_hook), so what follows it sits earlier.
+    if (window && poff < window.begin + window.size && f.poff >= window.begin + window.size) {
+      if (window.windows_params()) f.params -= window.size;
+      if (window.windows_grads() && f.grads) f.grads -= window.size;
+    }
     f.kept = kept + kept_offset;
     f.scratch = scratch + scratch_offset;
     return f;
@@ -152,6 +174,28 @@ struct frame {
 };
 
 namespace detail {
+/// The window of a block stack (repeat<>, recomputed<repeat<>>) whose `stack_params` parameters
+/// start at frame `f`: whether the frame's block_window_hook is over it, and the calls each copy
+/// makes — its parameters before it runs (naming the copy that runs next), a zeroed gradient
+/// window before its backward, handed back after it.
+template <class F>
+struct stack_window {
+  const F& f;
+  bool on;
+  stack_window(const F& frame, std::size_t stack_params)
+      : f(frame), on(frame.window && frame.param_offset() == frame.window.begin && frame.window.size == stack_params) {}
+  void params(F& cf, std::size_t count, std::size_t next) const {
+    if (on && f.window.windows_params()) cf.params = f.window.params(cf.poff, count, next);
+  }
+  /// True when the copy's gradients went to a window (then done() must follow its backward).
+  bool grads(F& cf, std::size_t count) const {
+    if (!on || !f.window.windows_grads() || !f.grads) return false;
+    cf.grads = f.window.grads(cf.poff, count);
+    return true;
+  }
+  void done(const F& cf, std::size_t count) const { f.window.done(cf.poff, count); }
+};
+
 struct layer_probe_root {
   static constexpr std::size_t find_param(std::string_view) { return npos_param; }
 };

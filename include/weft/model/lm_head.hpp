@@ -58,7 +58,7 @@ struct lm_head : leaf_layer<detail::lm_head_params<V, C, Tie>> {
   }
   template <class F>
   static auto* weight_grad(const F& f) {
-    if constexpr (Tie::is_tied) return f.root_grads ? f.root_grads + detail::tied_offset<typename F::root_type, Tie>() : nullptr;
+    if constexpr (Tie::is_tied) return f.root_grad(detail::tied_offset<typename F::root_type, Tie>());
     else return f.grads;
   }
 

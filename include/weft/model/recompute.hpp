@@ -63,10 +63,13 @@ struct recomputed<repeat<N, Block, First>> {
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
+    const detail::stack_window<F> window(f, param_count);  // ZeRO layer by layer (repeat.hpp)
     for (std::size_t i = 0; i < N; ++i) {
       const auto* x = i == 0 ? in : x_buffer(f, i);
       auto* y = i + 1 == N ? out : x_buffer(f, i + 1);
-      Block::forward(block_frame(f, i), x, y);  // overwrites the shared kept buffer
+      F cf = block_frame(f, i);
+      window.params(cf, Block::param_count, i + 1 < N ? cf.poff + Block::param_count : npos_param);
+      Block::forward(cf, x, y);  // overwrites the shared kept buffer
     }
   }
   template <class F>
@@ -74,17 +77,21 @@ struct recomputed<repeat<N, Block, First>> {
                        typename F::value_type* din) {
     using T = typename F::value_type;
     constexpr std::size_t B = F::batch, S = F::seq, rows = B * S;
+    const detail::stack_window<F> window(f, param_count);
     for (std::size_t k = N; k-- > 0;) {
       const T* g_out = (k + 1 == N) ? dout : f.scratch + ((k + 1) % 2) * rows * in_width;
       const T* x = k == 0 ? in : x_buffer(f, k);
-      const F cf = block_frame(f, k);
+      F cf = block_frame(f, k);
+      window.params(cf, Block::param_count, k > 0 ? cf.poff - Block::param_count : npos_param);
       if (k + 1 < N) Block::forward(cf, x, f.scratch + pingpong<B, S>);  // re-run copy k: its kept activations
       T* g_in = din;
       if (k > 0) {
         g_in = f.scratch + (k % 2) * rows * in_width;
         ops::zero(f.ctx, g_in, rows * in_width);
       }
+      const bool grads_windowed = window.grads(cf, Block::param_count);
       Block::backward(cf, x, g_out, g_in);
+      if (grads_windowed) window.done(cf, Block::param_count);
       cf.report_grads_final();
     }
   }

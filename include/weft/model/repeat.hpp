@@ -4,9 +4,11 @@
 // i * Block::param_count, its kept activations at i * Block::kept_count, and the inputs of
 // copies 1..N-1 after those. `First` numbers the copies from First on: a pipeline stage that
 // holds blocks 4..7 of a model is repeat<4, Block, 4>, its parameters still "4.…" to "7.…".
-// When the frame has a parameter window over this stack (ZeRO-3), copy i's parameters are
-// where the window puts them, asked for before each copy runs forward or backward, with the
-// copy that runs next named so that it can be fetched meanwhile (param_window_hook).
+// When the frame has a window over this stack (block_window_hook): under ZeRO-3 copy i's
+// parameters are where the window puts them, asked for before each copy runs forward or
+// backward, with the copy that runs next named so that it can be fetched meanwhile; under
+// ZeRO-2 and 3 each copy's backward writes its gradients into a zeroed window asked for
+// before it, handed back (grads_done) when it ends.
 #include "weft/core/diagnostics.hpp"  // diag::equal
 #include "weft/model/layer.hpp"       // layer, frame
 #include "weft/model/layer_check.hpp" // checked_layer_t
@@ -62,11 +64,12 @@ struct repeat {
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     constexpr std::size_t B = F::batch, S = F::seq, rows = B * S, kb = Block::template kept_count<B, S>;
+    const detail::stack_window<F> window(f, param_count);
     for (std::size_t i = 0; i < N; ++i) {
       const auto* x = i == 0 ? in : x_buffer(f, i);
       auto* y = i + 1 == N ? out : x_buffer(f, i + 1);
       F cf = f.child(i * Block::param_count, i * kb, pingpong<B, S>);
-      if (windowed(f)) cf.params = f.window(cf.poff, Block::param_count, i + 1 < N ? cf.poff + Block::param_count : npos_param);
+      window.params(cf, Block::param_count, i + 1 < N ? cf.poff + Block::param_count : npos_param);
       Block::forward(cf, x, y);
     }
     (void)rows;
@@ -76,6 +79,7 @@ struct repeat {
                        typename F::value_type* din) {
     using T = typename F::value_type;
     constexpr std::size_t B = F::batch, S = F::seq, rows = B * S, kb = Block::template kept_count<B, S>;
+    const detail::stack_window<F> window(f, param_count);
     for (std::size_t k = N; k-- > 0;) {
       const T* g_out = (k + 1 == N) ? dout : f.scratch + ((k + 1) % 2) * rows * in_width;
       const T* x = k == 0 ? in : x_buffer(f, k);
@@ -85,19 +89,15 @@ struct repeat {
         ops::zero(f.ctx, g_in, rows * in_width);
       }
       F cf = f.child(k * Block::param_count, k * kb, pingpong<B, S>);
-      if (windowed(f)) cf.params = f.window(cf.poff, Block::param_count, k > 0 ? cf.poff - Block::param_count : npos_param);
+      window.params(cf, Block::param_count, k > 0 ? cf.poff - Block::param_count : npos_param);
+      const bool grads_windowed = window.grads(cf, Block::param_count);
       Block::backward(cf, x, g_out, g_in);
+      if (grads_windowed) window.done(cf, Block::param_count);
       cf.report_grads_final();
     }
   }
 
  private:
-  // This repeat is the stack whose parameters come through the frame's window, copy by copy
-  // (ZeRO-3 gathering layer by layer: param_window_hook, model/layer.hpp).
-  template <class F>
-  static bool windowed(const F& f) {
-    return f.window && f.param_offset() == f.window.begin && f.window.size == param_count;
-  }
   template <class F>
   static typename F::value_type* x_buffer(const F& f, std::size_t i) {  // input of copy i >= 1
     constexpr std::size_t B = F::batch, S = F::seq;

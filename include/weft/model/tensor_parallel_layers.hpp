@@ -347,7 +347,7 @@ struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie
   }
   template <class F>
   static auto* weight_grad(const F& f) {
-    if constexpr (Tie::is_tied) return f.root_grads ? f.root_grads + detail::tied_offset<typename F::root_type, Tie>() : nullptr;
+    if constexpr (Tie::is_tied) return f.root_grad(detail::tied_offset<typename F::root_type, Tie>());
     else return f.grads;
   }
 

@@ -51,12 +51,13 @@
 // arena's counts). Their states under ZeRO shard over dp, experts and the rest alike (one
 // expert group's ranks hold the same dense states: expert_parallel_local in data_parallel_step).
 // Working buffers — what weft's executors hold whole on top of ZeRO's partition
-// (zero_working_bytes): under ZeRO-2 and -3 backward writes the whole gradient block, which
-// is reduce-scattered after it (the paper reduce-scatters bucket by bucket during backward),
-// and under ZeRO-3 the gathered parameters: layer by layer on a single-rank local step (the
-// layers outside the block stack, and two one-block windows: the block in use and the next,
-// prefetched), the whole block of a tensor- or pipeline-parallel shard
-// (zero3_gathered_params). stage_memory::working_bytes, counted in total();
+// (zero_working_bytes): under ZeRO-2 and -3 the gradients backward writes, and under ZeRO-3
+// the gathered parameters. On a single-rank local step both are held layer by layer: the
+// layers outside the block stack, and two one-block windows (parameters: the block in use and
+// the next, prefetched; gradients: the block backward writes and the one being reduce-scattered
+// into the shards, as the paper reduces bucket by bucket during backward). A tensor- or
+// pipeline-parallel shard holds its whole gradient and gathered parameter blocks
+// (zero_held_elements). stage_memory::working_bytes, counted in total();
 // model_state_bytes() stays ZeRO's.
 // Communication buffers — the temporaries the MPI library allocates inside data_parallel_step's
 // collectives (comm_buffer_bytes): Open MPI 4.1's non-blocking all-reduce holds one of each
@@ -117,23 +118,26 @@ constexpr model_state_bytes zero_model_states(std::size_t psi, const state_bytes
           (zero_stage >= 1 ? shard : psi) * b.optimizer()};
 }
 
-/// Parameter elements a ZeRO-3 rank of `psi` parameters holds gathered at once. Layer by layer
-/// (a single-rank local step, whose model's block stack is `blocks` blocks of `block`
-/// elements, blocks >= 2): the layers before and after the stack and two windows of one block
-/// (the block in use and the next, prefetched; plan<>::windowed_params). Otherwise (a tensor-
-/// or pipeline-parallel shard, or no block stack): all of them.
-constexpr std::size_t zero3_gathered_params(std::size_t psi, std::size_t block, std::size_t blocks,
-                                            bool layer_by_layer) noexcept {
+/// Elements of the parameter block (ZeRO-3) or of the gradient block (ZeRO-2 and 3) a rank of
+/// `psi` parameters holds whole at once. Layer by layer (a single-rank local step, whose
+/// model's block stack is `blocks` blocks of `block` elements, blocks >= 2): the layers before
+/// and after the stack and two windows of one block (parameters: the block in use and the next,
+/// prefetched; gradients: the block being written and the one being reduce-scattered;
+/// plan<>::windowed_params, windowed_grads). Otherwise (a tensor- or pipeline-parallel shard,
+/// or no block stack): all of them.
+constexpr std::size_t zero_held_elements(std::size_t psi, std::size_t block, std::size_t blocks,
+                                         bool layer_by_layer) noexcept {
   return layer_by_layer && blocks >= 2 && blocks * block <= psi ? psi - blocks * block + 2 * block : psi;
 }
 
 /// Bytes of the full-size buffers weft's steps hold beside ZeRO's shards (see the top of this
-/// file): the whole gradient block under ZeRO-2/3, and under ZeRO-3 the gathered parameters
-/// (`gathered` elements: zero3_gathered_params; all `psi` by default). The local arena keeps
-/// them; data_parallel_step adds the shards.
+/// file): under ZeRO-2/3 the gradients backward writes, and under ZeRO-3 the gathered
+/// parameters (`held` elements of each: zero_held_elements; all `psi` by default). The local
+/// arena keeps them; data_parallel_step adds the shards.
 constexpr std::size_t zero_working_bytes(std::size_t psi, const state_bytes& b, std::size_t zero_stage,
-                                         std::size_t gathered = static_cast<std::size_t>(-1)) noexcept {
-  return (zero_stage >= 2 ? psi * b.grads : 0) + (zero_stage >= 3 ? std::min(psi, gathered) * b.params : 0);
+                                         std::size_t held = static_cast<std::size_t>(-1)) noexcept {
+  const std::size_t h = std::min(psi, held);
+  return (zero_stage >= 2 ? h * b.grads : 0) + (zero_stage >= 3 ? h * b.params : 0);
 }
 
 // ---- communication buffers ----
@@ -150,13 +154,16 @@ inline constexpr std::size_t gradient_buckets_in_flight = 2;
 ///   ZeRO-0/1  min(buckets, gradient_buckets_in_flight) buckets: Open MPI's iallreduce keeps a
 ///             bucket-sized temporary per request until it completes
 ///   ZeRO-2/3  one reduce-scatter piece of a bucket at a time: Open MPI 4.1's reduce-scatter
-///             holds piece + min(piece, 3·piece/dp) (measured peak RSS, dp = 2, 3, 4, 8)
+///             holds piece + min(piece, 3·piece/dp) (measured peak RSS, dp = 2, 3, 4, 8);
+///             layer by layer (`window_block` > 0: the elements of one block of the stack) a
+///             block's gradient window is one reduce-scatter, one at a time, so the piece is
+///             the larger of the two
 constexpr std::size_t comm_buffer_bytes(std::size_t psi, std::size_t grad_bytes, std::size_t zero_stage, std::size_t dp,
-                                        std::size_t bucket_bytes) noexcept {
+                                        std::size_t bucket_bytes, std::size_t window_block = 0) noexcept {
   if (dp <= 1 || psi == 0 || grad_bytes == 0) return 0;
   const std::size_t per = std::max<std::size_t>(1, bucket_bytes / grad_bytes);  // elements of one bucket
   if (zero_stage <= 1) return std::min(psi, gradient_buckets_in_flight * per) * grad_bytes;
-  const std::size_t piece = std::min(psi, per), block = (piece + dp - 1) / dp;
+  const std::size_t piece = std::min(psi, std::max(per, window_block)), block = (piece + dp - 1) / dp;
   return (piece + std::min(piece, 3 * block)) * grad_bytes;
 }
 
@@ -415,11 +422,11 @@ struct memory_model {
     m.param_bytes = st.params;
     m.grad_bytes = st.grads;
     m.optimizer_bytes = st.optimizer;
-    m.working_bytes = zero_working_bytes(
-        m.params, bytes, Strategy::zero_stage,
-        zero3_gathered_params(m.params, partition::block.total, partition::blocks,
-                              tp == 1 && pp == 1 && moe.ep <= 1 && partition::has_blocks));
-    m.comm_bytes = comm_buffer_bytes(m.params, bytes.grads, Strategy::zero_stage, dp, Strategy::bucket_bytes);
+    constexpr bool layer_by_layer = tp == 1 && pp == 1 && moe.ep <= 1 && partition::has_blocks && partition::blocks >= 2;
+    m.working_bytes = zero_working_bytes(m.params, bytes, Strategy::zero_stage,
+                                         zero_held_elements(m.params, partition::block.total, partition::blocks, layer_by_layer));
+    m.comm_bytes = comm_buffer_bytes(m.params, bytes.grads, Strategy::zero_stage, dp, Strategy::bucket_bytes,
+                                     layer_by_layer ? partition::block.total : 0);
     m.layers = layers_per_chunk * chunks;
     m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);
     m.layer_bytes = layer_bytes;

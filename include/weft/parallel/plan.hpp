@@ -184,45 +184,60 @@ struct plan {
   /// then the master and moment sections are empty (state_sections.hpp).
   static constexpr bool optimizer_state_in_arena =
       strategy_type::zero_stage == 0 && detail::count_of<detail::is_sharded_optimizer_state, Options...> == 0;
-  // ZeRO-3 (a strategy with zero<3>, or the sharded_parameters option): the parameters of the
-  // block stack (the model's top-level repeat<N, Block>, N >= 2) are not resident; the arena
-  // keeps the layers before and after it and two windows of one block (param_window_hook).
-  // Single-rank arenas only: a tensor- or pipeline-parallel shard under ZeRO-3 gathers whole.
+  // ZeRO layer by layer, over the model's block stack (its top-level repeat<N, Block>, N >= 2):
+  //   * ZeRO-3 (a strategy with zero<3>, or the sharded_parameters option): the stack's
+  //     parameters are not resident; the arena keeps the layers before and after it and two
+  //     windows of one block (block_window_hook::params_fn);
+  //   * ZeRO-2 and 3 (zero<2>, zero<3>, or the sharded_gradients option): nor are its
+  //     gradients; two gradient windows of one block each (block_window_hook::grads_fn).
+  // Single-rank arenas only: a tensor- or pipeline-parallel shard under ZeRO-2/3 holds whole.
   using window_partition = model_partition<Model>;
+  static constexpr bool has_block_stack = strategy_type::tp == 1 && strategy_type::pp == 1 &&
+                                          ep_degree<strategy_type> == 1 && window_partition::has_blocks &&
+                                          window_partition::blocks >= 2;
   static constexpr bool windowed_params =
-      (strategy_type::zero_stage == 3 || detail::count_of<detail::is_sharded_parameters, Options...> > 0) &&
-      strategy_type::tp == 1 && strategy_type::pp == 1 && ep_degree<strategy_type> == 1 && window_partition::has_blocks &&
-      window_partition::blocks >= 2;
+      (strategy_type::zero_stage == 3 || detail::count_of<detail::is_sharded_parameters, Options...> > 0) && has_block_stack;
+  static constexpr bool windowed_grads =
+      (strategy_type::zero_stage >= 2 || windowed_params || detail::count_of<detail::is_sharded_gradients, Options...> > 0) &&
+      has_block_stack;
   /// The block stack's first parameter (offset in the model's block), one block's elements and
-  /// the blocks (windowed_params only; 0 otherwise).
-  static constexpr std::size_t window_begin = windowed_params ? window_partition::pre.total : 0;
-  static constexpr std::size_t window_block = windowed_params ? window_partition::block.total : 0;
-  static constexpr std::size_t window_blocks = windowed_params ? window_partition::blocks : 0;
-  /// Parameter elements the arena holds whole: param_count less the stack under ZeRO-3.
-  static constexpr std::size_t resident_param_count = param_count - window_blocks * window_block;
+  /// the blocks (windowed_params or windowed_grads only; 0 otherwise).
+  static constexpr bool windowed = windowed_params || windowed_grads;
+  static constexpr bool windows_with_sharded_optimizer = !windowed || !optimizer_state_in_arena;
+  static_assert(windows_with_sharded_optimizer, "weft::plan: sharded_parameters or sharded_gradients without sharded_optimizer_state: the arena's own optimizer would update parameters and gradients it does not hold. Add sharded_optimizer_state (data_parallel_step keeps the optimizer state), or build the plan with zero_local_plan_t<Plan, Z>.");
+  static constexpr std::size_t window_begin = windowed ? window_partition::pre.total : 0;
+  static constexpr std::size_t window_block = windowed ? window_partition::block.total : 0;
+  static constexpr std::size_t window_blocks = windowed ? window_partition::blocks : 0;
+  /// Parameter and gradient elements the arena holds whole: param_count less the stack when
+  /// it comes through windows.
+  static constexpr std::size_t resident_param_count = param_count - (windowed_params ? window_blocks * window_block : 0);
+  static constexpr std::size_t resident_grad_count = param_count - (windowed_grads ? window_blocks * window_block : 0);
   static constexpr state_sections state = [] {
     state_sections st = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
     st.params = resident_param_count;
+    st.grads = resident_grad_count;
     return st;
   }();
   using loss_type = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
   enum section_id : std::size_t {
-    params, grads, master, adam_m, adam_v, windows, kept, logits, scratch, losses, tokens, targets, n_sections
+    params, grads, master, adam_m, adam_v, windows, grad_windows, kept, logits, scratch, losses, tokens, targets,
+    n_sections
   };
   static constexpr std::array<std::string_view, n_sections> section_names{
-      "parameters", "gradients", "master weights", "adamw m", "adamw v", "parameter windows", "kept activations",
+      "parameters", "gradients", "master weights", "adamw m", "adamw v", "parameter windows", "gradient windows",
+      "kept activations",
       "logits / dlogits", "workspace", "losses", "token ids", "targets"};
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      state.params, state.grads, state.master, state.moments, state.moments, 2 * window_block, kept_count,
-      logits_count, scratch_count, rows, rows, rows};
+      state.params, state.grads, state.master, state.moments, state.moments, windowed_params ? 2 * window_block : 0,
+      windowed_grads ? 2 * window_block : 0, kept_count, logits_count, scratch_count, rows, rows, rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
       sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T), sizeof(T),
-      sizeof(T), sizeof(loss_type), sizeof(std::int32_t), sizeof(std::int32_t)};
+      sizeof(T), sizeof(T), sizeof(loss_type), sizeof(std::int32_t), sizeof(std::int32_t)};
   /// The element type of each section, by name ("bf16", "f32", "i32", ...).
   static constexpr std::array<std::string_view, n_sections> section_dtypes{
       detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(), detail::plan_dtype_name<master_type>(),
       detail::plan_dtype_name<master_type>(), detail::plan_dtype_name<master_type>(), detail::plan_dtype_name<T>(),
-      detail::plan_dtype_name<T>(),
+      detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(),
       detail::plan_dtype_name<T>(), detail::plan_dtype_name<T>(), detail::plan_dtype_name<loss_type>(), "i32", "i32"};
   static constexpr std::array<std::size_t, n_sections> offsets = [] {
     std::array<std::size_t, n_sections> o{};
@@ -329,9 +344,9 @@ struct plan {
   /// Byte offset of a parameter (by dotted path) inside the arena; a compile-time constant.
   static constexpr std::size_t param_offset_bytes(std::string_view path) {
     const std::size_t e = rank_model::find_param(path);
-    const std::size_t hole_end = window_begin + window_blocks * window_block;
+    const std::size_t hole = param_count - resident_param_count, hole_end = window_begin + hole;
     if (e == npos_param || (e >= window_begin && e < hole_end)) return npos_param;  // ZeRO-3: not resident
-    return offsets[params] + (e >= hole_end ? e - window_blocks * window_block : e) * sizeof(T);
+    return offsets[params] + (e >= hole_end ? e - hole : e) * sizeof(T);
   }
 
   // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention) ----
@@ -414,10 +429,15 @@ template <class Plan, std::size_t Zero>
 struct zero_local_plan {
   using type = Plan;
 };
-template <class Model, class Batch, class... Options, std::size_t Zero>
-  requires(Zero >= 1 && Zero <= 2 && plan<Model, Batch, Options...>::optimizer_state_in_arena)
-struct zero_local_plan<plan<Model, Batch, Options...>, Zero> {
+template <class Model, class Batch, class... Options>
+  requires(plan<Model, Batch, Options...>::optimizer_state_in_arena)
+struct zero_local_plan<plan<Model, Batch, Options...>, 1> {
   using type = plan<Model, Batch, Options..., sharded_optimizer_state>;
+};
+template <class Model, class Batch, class... Options>
+  requires(plan<Model, Batch, Options...>::optimizer_state_in_arena)
+struct zero_local_plan<plan<Model, Batch, Options...>, 2> {
+  using type = plan<Model, Batch, Options..., sharded_optimizer_state, sharded_gradients>;
 };
 template <class Model, class Batch, class... Options>
   requires(plan<Model, Batch, Options...>::optimizer_state_in_arena)

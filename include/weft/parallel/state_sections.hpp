@@ -25,13 +25,23 @@ struct sharded_optimizer_state {
 
 /// Plan option: ZeRO-3 — the local arena holds the parameters of the layers before and after
 /// the model's block stack, and two windows of one block each that data_parallel_step gathers
-/// the blocks into, one at a time, prefetching the next (param_window_hook, model/layer.hpp).
+/// the blocks into, one at a time, prefetching the next (block_window_hook, model/layer.hpp).
 /// Implied by data_parallel<..., zero<3>>; zero_local_plan_t<Plan, 3> adds it.
 struct sharded_parameters {
   using weft_sharded_parameters_tag = void;
 };
 
+/// Plan option: ZeRO-2 — the local arena holds the gradients of the layers before and after the
+/// model's block stack, and two windows of one block each that the stack's backward writes
+/// into, block by block; data_parallel_step reduce-scatters each into the ranks' gradient
+/// shards when its backward ends (block_window_hook, model/layer.hpp). Implied by
+/// data_parallel<..., zero<2>> and by ZeRO-3; zero_local_plan_t<Plan, 2> adds it.
+struct sharded_gradients {
+  using weft_sharded_gradients_tag = void;
+};
+
 namespace detail {
+template <class T> struct is_sharded_gradients : std::bool_constant<requires { typename T::weft_sharded_gradients_tag; }> {};
 template <class T> struct is_sharded_parameters : std::bool_constant<requires { typename T::weft_sharded_parameters_tag; }> {};
 template <class T> struct is_sharded_optimizer_state : std::bool_constant<requires { typename T::weft_sharded_optimizer_tag; }> {};
 }  // namespace detail

@@ -63,10 +63,11 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   m.param_bytes = ms.params;
   m.grad_bytes = ms.grads;
   m.optimizer_bytes = ms.optimizer;
+  const bool layer_by_layer = s.tp == 1 && s.pp == 1 && s.ep == 1 && md.depth >= 2;
   m.working_bytes = zero_working_bytes(m.params, p.states, s.zero,
-                                       zero3_gathered_params(m.params, md.block.total(), md.depth,
-                                                             s.tp == 1 && s.pp == 1 && s.ep == 1));
-  m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, s.dp, s.bucket_bytes);
+                                       zero_held_elements(m.params, md.block.total(), md.depth, layer_by_layer));
+  m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, s.dp, s.bucket_bytes,
+                                   layer_by_layer ? md.block.total() : 0);
   const std::size_t per_chunk = md.depth / (s.pp * v);
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;
