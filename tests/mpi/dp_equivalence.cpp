@@ -2,7 +2,7 @@
 // runs the distributed step on its rows, and also (cheaply, the models are tiny) the
 // single-process reference over the whole global batch; after several steps the losses and
 // the (gathered) parameters must agree. f64 tightly, f32 looser.
-//   mpirun -np 2 mpi_dp_equivalence <gpt|llama> <zero 0-3> <f64|f32> [steps]
+//   mpirun -np 2 mpi_dp_equivalence <gpt|llama|moe> <zero 0-3> <f64|f32> [steps]
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
 #include <weft/comm/mpi.hpp>
@@ -20,6 +20,10 @@ using namespace weft;
 
 using gpt_t = gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<2>, depth<3>>>;  // 3 blocks: ZeRO-3 cycles its two windows
 using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<2>>>;
+// A mixture of experts (SwiGLU experts, a shared expert, the load-balancing loss): its blocks
+// carry routing in their kept activations and come through the same windows.
+using moe_layer_t = moe_mlp<16, 4, 2, 12, swiglu_experts, shared_expert<swiglu_mlp<16, 8>>, aux_loss_weight<1, 10>>;
+using moe_t = moe_gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<4>, depth<3>>, moe_layer_t>;
 constexpr std::size_t B = 2, S = 8, K = 2;  // per rank: micro-batches of 2 sequences, 2 per step
 
 // Token of (step, global micro-batch row, position): any fixed function will do.
@@ -140,14 +144,16 @@ int main(int argc, char** argv) {
   const std::string model = argc > 1 ? argv[1] : "", dtype = argc > 3 ? argv[3] : "";
   const long zero_arg = argc > 2 ? test::number_arg(argv[2]) : -1, steps_arg = argc > 4 ? test::number_arg(argv[4]) : 4;
   test::require_args(world,
-                     argc >= 4 && argc <= 5 && test::one_of(model, {"gpt", "llama"}) && zero_arg >= 0 && zero_arg <= 3 &&
+                     argc >= 4 && argc <= 5 && test::one_of(model, {"gpt", "llama", "moe"}) && zero_arg >= 0 && zero_arg <= 3 &&
                          test::one_of(dtype, {"f64", "f32"}) && steps_arg > 0,
-                     "dp_equivalence: usage: <gpt|llama> <zero 0-3> <f64|f32> [steps > 0]", argc, argv);
+                     "dp_equivalence: usage: <gpt|llama|moe> <zero 0-3> <f64|f32> [steps > 0]", argc, argv);
   const int zero = static_cast<int>(zero_arg);
   const std::size_t steps = static_cast<std::size_t>(steps_arg);
   const bool f64 = dtype == "f64";
   const double tol = f64 ? 1e-10 : 1e-5;
   if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, zero, steps, tol) : dispatch<gpt_t, float>(world, zero, steps, tol);
-  else f64 ? dispatch<llama_t, double>(world, zero, steps, tol) : dispatch<llama_t, float>(world, zero, steps, tol);
+  else if (model == "llama") f64 ? dispatch<llama_t, double>(world, zero, steps, tol) : dispatch<llama_t, float>(world, zero, steps, tol);
+  else if (f64) dispatch<moe_t, double>(world, zero, steps, tol);
+  else test::require_args(world, false, "dp_equivalence: the moe model runs in f64 only", argc, argv);
   return test::finish(world, ("dp_equivalence " + model + " zero " + std::to_string(zero) + " " + dtype).c_str());
 }
