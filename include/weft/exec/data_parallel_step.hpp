@@ -361,22 +361,10 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   }
   void finish_gradients() {
     reducing_ = false;
-    if constexpr (layer_by_layer) {
-      // A model whose block stack did not ask for its windows would have read the resident
-      // layers in their place: say so rather than train on wrong parameters.
-      if (window_calls_ == 0)
-        throw std::logic_error("weft::data_parallel_step: ZeRO-3 gathers the block stack layer by layer, but no block "
-                               "asked for its parameters. The model's repeat<N, Block> must be the one plan<> found "
-                               "(a child of the top-level sequential).");
-      window_calls_ = 0;
-    }
-    if constexpr (grads_by_layer) {
-      if (grad_window_calls_ == 0)
-        throw std::logic_error("weft::data_parallel_step: ZeRO reduces the block stack's gradients layer by layer, but "
-                               "no block asked for its gradient window. The model's repeat<N, Block> must be the one "
-                               "plan<> found (a child of the top-level sequential).");
-      grad_window_calls_ = 0;
-    }
+    // A model whose block stack did not ask for its windows would have read the resident
+    // layers in their place: say so rather than train on wrong parameters or gradients.
+    if constexpr (layer_by_layer) require_windows_used(window_calls_, "parameters");
+    if constexpr (grads_by_layer) require_windows_used(grad_window_calls_, "gradient window");
     finish_reduction();
   }
   /// Squared global L2 norm (the same on every rank). Sharded gradients sum their squares over
@@ -475,6 +463,16 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   struct range {
     std::size_t begin, end;
   };
+
+  // Each step's blocks asked for their windows (`calls` of them since the last step).
+  static void require_windows_used(std::size_t& calls, const char* what) {
+    if (calls == 0)
+      throw std::logic_error(std::string("weft::data_parallel_step: ZeRO holds the block stack layer by layer, but no "
+                                         "block asked for its ") + what +
+                             ". The model's repeat<N, Block> must be the one plan<> found (a child of the "
+                             "top-level sequential).");
+    calls = 0;
+  }
 
   // ---- ZeRO-3 layer by layer: two one-block windows ----
   // The shard the gathers send: the master (T = M) or, mixed, its rounded copy.
