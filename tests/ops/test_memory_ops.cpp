@@ -57,7 +57,7 @@ TEST_CASE("accumulate adds, with and without a scale, and per row", "[ops][memor
 
   std::vector<float> rows(3 * 4, 1.0f);  // (3 rows, 4)
   const std::vector<float> bias{1, 2, 3, 4};
-  ops::accumulate_rows(host, rows.data(), bias.data(), 3, 4);
+  ops::accumulate_rows<3, 4>(host, rows.data(), bias.data());
   for (std::size_t r = 0; r < 3; ++r)
     for (std::size_t i = 0; i < 4; ++i) CHECK(rows[r * 4 + i] == 1.0f + bias[i]);
 }

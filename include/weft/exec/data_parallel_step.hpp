@@ -211,7 +211,8 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
       }
       if constexpr (layer_by_layer) {  // the master's rounded copy, as the local step rounds it
         param_shard_.resize(shard_size_);
-        ops::cast(local_.context(), param_shard_.data(), master_.data(), shard_size_);
+        ops::cast(local_.context(), flat(local_.context(), param_shard_.data(), shard_size_),
+                  flat(local_.context(), master_.data(), shard_size_));
       } else if constexpr (Zero == 3) {
         auto p = local_.params();
         param_shard_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
@@ -337,7 +338,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     gather_parameters();
     // Layer by layer, each micro-batch's block gradients are reduce-scattered into the shard as
     // their backward ends, the shard's earlier sum added to this rank's part (grad_window_done).
-    if constexpr (grads_by_layer) ops::zero(local_.context(), grad_shard_.data(), shard_size_);
+    if constexpr (grads_by_layer) ops::zero(local_.context(), flat(local_.context(), grad_shard_.data(), shard_size_));
   }
   void micro_batch_starts(std::size_t i, std::size_t k) {
     reducing_ = (i + 1 == k);  // reduce during the last backward only (earlier ones accumulate)
@@ -350,13 +351,14 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     requires requires(Local& l, Fill& f, std::size_t n) { l.forward_backward(f, n); }
   step_gradients schedule_gradients(Fill& fill, double fault) {
     auto g = local_.grads();
-    ops::zero(local_.context(), g.data(), g.size());
+    ops::zero(local_.context(), flat(local_.context(), g));
     const std::size_t k = Local::microbatches;
     next_bucket_ = 0;
     overlapped_ = 0;
     const double loss_sum = local_.forward_backward(fill, dp_) * static_cast<double>(k) * fault;
     if (fault != 1.0)  // tests only: the schedule scaled its gradients itself; g += (fault - 1) g
-      ops::accumulate(local_.context(), g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
+      ops::accumulate(local_.context(), flat(local_.context(), g), flat(local_.context(), g),
+                      static_cast<T>(fault - 1.0));
     return {loss_sum / static_cast<double>(k), k};
   }
   void finish_gradients() {
@@ -375,7 +377,8 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
       auto g = owned_grads();
       // g covers [shard_begin_, shard_begin_ + shard_size_) of the parameter block.
       auto add = [&](std::size_t b, std::size_t e) {
-        sq = ops::sum_squares_continue(local_.context(), sq, g.data() + (b - shard_begin_), e - b);
+        sq = ops::sum_squares_continue(local_.context(), sq,
+                                       flat(local_.context(), g.data() + (b - shard_begin_), e - b));
       };
       std::size_t from = shard_begin_;
       const std::size_t end = shard_begin_ + shard_size_;
@@ -435,17 +438,21 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     if constexpr (Zero == 0) {
       const auto master = local_.master();
       auto p = local_.params();
-      ops::cast(local_.context(), p.data(), master.data(), p.size());
+      ops::cast(local_.context(), flat(local_.context(), p.data(), p.size()),
+                flat(local_.context(), master.data(), p.size()));
     } else if constexpr (Zero == 3) {
-      ops::cast(local_.context(), param_shard_.data(), master_.data(), shard_size_);
+      ops::cast(local_.context(), flat(local_.context(), param_shard_.data(), shard_size_),
+                flat(local_.context(), master_.data(), shard_size_));
       gather_parameters();
     } else {
       // As update() publishes a shard: sent from the gradient shard (an all-gather may not read
       // the buffer it writes); the gradients are dead between steps.
       auto p = local_.params();
       const auto send = owned_grads();
-      ops::cast(local_.context(), send.data(), master_.data(), shard_size_);
-      ops::copy(local_.context(), p.data() + shard_begin_, send.data(), shard_size_);
+      ops::cast(local_.context(), flat(local_.context(), send.data(), shard_size_),
+                flat(local_.context(), master_.data(), shard_size_));
+      ops::copy(local_.context(), flat(local_.context(), p.data() + shard_begin_, shard_size_),
+                flat(local_.context(), send.data(), shard_size_));
       group_.all_gather_v(std::span<const T>(send), p, counts_);
     }
   }
@@ -602,7 +609,8 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     if (add_own) {
       const std::size_t lo = std::clamp(shard_begin_, a, e), hi = std::clamp(shard_begin_ + shard_size_, a, e);
       if (lo < hi)
-        ops::accumulate(local_.context(), src + (lo - a), grad_shard_.data() + (lo - shard_begin_), hi - lo);
+        ops::accumulate(local_.context(), flat(local_.context(), src + (lo - a), hi - lo),
+                        flat(local_.context(), grad_shard_.data() + (lo - shard_begin_), hi - lo));
     }
     if constexpr (nonblocking_reduce_scatter) {
       if (slot) {
@@ -646,7 +654,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     const int j = 1 - current_grad_window_;
     settle(grad_slots_[j]);
     T* w = local_.grad_windows().data() + static_cast<std::size_t>(j) * count;
-    ops::zero(local_.context(), w, count);
+    ops::zero(local_.context(), flat(local_.context(), w, count));
     grad_slots_[j].offset = offset;
     current_grad_window_ = j;
     return w;
@@ -688,16 +696,22 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
         T* copy = Zero == 3 ? param_shard_.data() - shift : local_.params().data();
         for (const auto& g : shard_groups_) {
           const std::size_t at = g.offset - shard_begin_;
-          ops::adamw_step(local_.context(), master_.data() + at, copy + g.offset, grads + g.offset, m_.data() + at,
-                          v_.data() + at, g.size, static_cast<float>(lr), o.beta1, o.beta2, o.eps,
-                          g.decay ? o.weight_decay : 0.0f, t);
+          ops::adamw_step(local_.context(), flat(local_.context(), master_.data() + at, g.size),
+                          flat(local_.context(), copy + g.offset, g.size),
+                          flat(local_.context(), grads + g.offset, g.size),
+                          flat(local_.context(), m_.data() + at, g.size),
+                          flat(local_.context(), v_.data() + at, g.size), static_cast<float>(lr), o.beta1, o.beta2,
+                          o.eps, g.decay ? o.weight_decay : 0.0f, t);
         }
       } else {
         T* params = Zero == 3 ? master_.data() - shift : local_.params().data();
         for (const auto& g : shard_groups_) {
           const std::size_t at = g.offset - shard_begin_;
-          ops::adamw_step(local_.context(), params + g.offset, grads + g.offset, m_.data() + at, v_.data() + at, g.size,
-                          static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, t);
+          ops::adamw_step(local_.context(), flat(local_.context(), params + g.offset, g.size),
+                          flat(local_.context(), grads + g.offset, g.size),
+                          flat(local_.context(), m_.data() + at, g.size),
+                          flat(local_.context(), v_.data() + at, g.size), static_cast<float>(lr), o.beta1, o.beta2,
+                          o.eps, g.decay ? o.weight_decay : 0.0f, t);
         }
       }
       if constexpr (Zero <= 2) {
@@ -706,7 +720,8 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
         // read from the buffer it writes.
         auto p = local_.params();
         const auto send = owned_grads();
-        ops::copy(local_.context(), send.data(), p.data() + shard_begin_, shard_size_);
+        ops::copy(local_.context(), flat(local_.context(), send.data(), shard_size_),
+                  flat(local_.context(), p.data() + shard_begin_, shard_size_));
         group_.all_gather_v(std::span<const T>(send), p, counts_);
       }
       return lr;

@@ -118,7 +118,8 @@ class expert_parallel_local : public local_step_wrapper<Local> {
     // The group's sum below adds every rank's share; rank 0 alone keeps the earlier ones.
     if (ep_rank_ != 0) {
       auto g = local_.grads();
-      for (const auto& r : dense_.runs()) ops::zero(local_.context(), g.data() + r.offset, r.size);
+      for (const auto& r : dense_.runs()) ops::zero(local_.context(),
+                                                    flat(local_.context(), g.data() + r.offset, r.size));
     }
     dense_.restart();
     local_.set_grad_ready({&expert_parallel_local::on_grads_final, this});  // `this` now (the step is moved in)
@@ -187,10 +188,10 @@ class expert_parallel_local : public local_step_wrapper<Local> {
     double sq = 0;
     std::size_t at = 0;
     for (const auto& r : skipped_) {
-      sq = ops::sum_squares_continue(local_.context(), sq, g.data() + at, r.offset - at);
+      sq = ops::sum_squares_continue(local_.context(), sq, flat(local_.context(), g.data() + at, r.offset - at));
       at = r.offset + r.size;
     }
-    sq = ops::sum_squares_continue(local_.context(), sq, g.data() + at, g.size() - at);
+    sq = ops::sum_squares_continue(local_.context(), sq, flat(local_.context(), g.data() + at, g.size() - at));
     return model_parallel_sum(sq);
   }
   /// A squared-norm contribution summed over the wrapped step's model-parallel ranks, then over

@@ -141,7 +141,7 @@ class expert_parallel_step {
   step_metrics step(Fill&& fill) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::size_t k = step_.options().grad_accum, world = static_cast<std::size_t>(world_.size());
-    ops::zero(step_.context(), step_.grads().data(), Plan::param_count);
+    ops::zero(step_.context(), flat(step_.context(), step_.grads().data(), Plan::param_count));
     // every micro-batch of every rank weighs 1 / (k · world) in the step's loss, aux included
     auto& meter = aux_losses();
     const double saved_scale = meter.gradient_scale;
@@ -161,13 +161,13 @@ class expert_parallel_step {
       std::span<T> g(step_.grads().data() + run.offset, run.size);
       if (run.expert) dp_comm_.all_reduce(g, reduce_op::sum);
       else world_.all_reduce(g, reduce_op::sum);
-      sq[run.expert ? 0 : 1] += ops::sum_squares(step_.context(), g.data(), g.size());
+      sq[run.expert ? 0 : 1] += ops::sum_squares(step_.context(), flat(step_.context(), g));
     }
     ep_comm_.all_reduce(std::span<double>(sq, 1), reduce_op::sum);
     step_metrics m;
     m.loss = loss[0] / static_cast<double>(k * world);
     m.grad_norm = std::sqrt(sq[0] + sq[1]);
-    ops::clip(step_.context(), step_.grads().data(), Plan::param_count, m.grad_norm,
+    ops::clip(step_.context(), flat(step_.context(), step_.grads().data(), Plan::param_count), m.grad_norm,
               static_cast<double>(step_.options().grad_clip));
     m.lr = step_.apply_optimizer();
     m.step = step_.step_count();

@@ -436,12 +436,13 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     if constexpr (mixed_precision && optimizer_state_in_arena) {
       // The f32 master is initialised; the T parameters are its rounded copy.
       initial_values(master());
-      ops::cast(ctx_, params().data(), master().data(), layout_.param_count);
+      ops::cast(ctx_, flat(ctx_, params().data(), layout_.param_count),
+                flat(ctx_, master().data(), layout_.param_count));
     } else if constexpr (mixed_precision) {
       // No master section (ZeRO's shards hold it): the same rounded values.
       std::vector<M> values(layout_.param_count);
       initial_values(std::span<M>(values));
-      ops::cast(ctx_, params().data(), values.data(), layout_.param_count);
+      ops::cast(ctx_, flat(ctx_, params().data(), layout_.param_count), flat(ctx_, values.data(), layout_.param_count));
     } else if constexpr (TP == 1) {
       initialise_parameters(params(), infos_, options_.seed);
     } else {
@@ -563,7 +564,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     const double loss = forward_backward(fill, 1) * fault;
     if (fault != 1.0) {
       auto g = grads();
-      ops::accumulate(ctx_, g.data(), g.data(), g.size(), static_cast<T>(fault - 1.0));
+      ops::accumulate(ctx_, flat(ctx_, g), flat(ctx_, g), static_cast<T>(fault - 1.0));
     }
     return {loss, Microbatches};
   }
@@ -574,10 +575,10 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     double sq = 0;
     std::size_t i = 0;
     for (const range& r : skipped_) {
-      if (i < r.offset) sq = ops::sum_squares_continue(ctx_, sq, g + i, r.offset - i);
+      if (i < r.offset) sq = ops::sum_squares_continue(ctx_, sq, flat(ctx_, g + i, r.offset - i));
       i = r.offset + r.size;
     }
-    if (i < layout_.param_count) sq = ops::sum_squares_continue(ctx_, sq, g + i, layout_.param_count - i);
+    if (i < layout_.param_count) sq = ops::sum_squares_continue(ctx_, sq, flat(ctx_, g + i, layout_.param_count - i));
     return model_parallel_sum(sq);
   }
   /// A squared-norm contribution summed over the pipeline group (and the tensor-parallel group).
@@ -616,11 +617,13 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
         } else {
           L* losses = at<L>(layout_.losses_at);
           if constexpr (TP == 1)
-            ops::softmax_cross_entropy_forward<rows, vocab>(ctx_, losses, y_of(0), targets(0).data());
+            ops::softmax_cross_entropy_forward<rows, vocab>(ctx_, packed_view<host_space, rows>(losses),
+                                                            packed_view<host_space, rows, vocab>(y_of(0)),
+                                                            packed_view<host_space, rows>(targets(0).data()));
           else
             vocab_parallel_cross_entropy_forward<rows, vocab_local>(ctx_, *tp_, losses, y_of(0), targets(0).data(),
                                                                           at<double>(layout_.loss_work_at));
-          sum += ops::mean_loss(ctx_, losses, rows);
+          sum += ops::mean_loss(ctx_, flat(ctx_, losses, rows));
         }
       }
     }
@@ -748,11 +751,13 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     if (vs + 1 == virtual_stages) {  // the loss; y now holds dlogits for the backward
       L* losses = at<L>(layout_.losses_at);
       if constexpr (TP == 1)
-        ops::softmax_cross_entropy_forward_backward<rows, vocab>(ctx_, losses, y_of(s), targets(mb).data(), scale);
+        ops::softmax_cross_entropy_forward_backward<rows, vocab>(
+            ctx_, packed_view<host_space, rows>(losses), packed_view<host_space, rows, vocab>(y_of(s)),
+            packed_view<host_space, rows>(targets(mb).data()), scale);
       else  // (batch, seq, vocab/tp)
         vocab_parallel_cross_entropy_forward_backward<rows, vocab_local>(ctx_, *tp_, losses, y_of(s), targets(mb).data(),
                                                                                scale, at<double>(layout_.loss_work_at));
-      loss_sum += ops::mean_loss(ctx_, losses, rows);
+      loss_sum += ops::mean_loss(ctx_, flat(ctx_, losses, rows));
     }
   }
   void run_backward(std::size_t mb, std::size_t chunk) {
@@ -760,7 +765,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     const std::size_t vs = f.virtual_stage;
     const std::size_t s = slot_of(mb, chunk);
     T* din = vs == 0 ? nullptr : dx_of(s);  // (batch, seq, width); backward accumulates into it
-    if (din) ops::zero(ctx_, din, in_elems(f));
+    if (din) ops::zero(ctx_, flat(ctx_, din, in_elems(f)));
     f.backward(chunk_frame_of(chunk, s, mb, true), vs == 0 ? nullptr : x_of(s), y_of(s), din);
     if (vs == 0) give_back(mb, chunk);
   }
@@ -781,7 +786,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
   }
 
   double run_schedule(std::size_t replicas) {
-    ops::zero(ctx_, grads().data(), grads().size());
+    ops::zero(ctx_, flat(ctx_, grads().data(), grads().size()));
     std::fill(slot_of_.begin(), slot_of_.end(), npos);
     free_.clear();
     for (std::size_t s = layout_.slots; s-- > 0;) free_.push_back(s);

@@ -148,7 +148,7 @@ class step_skeleton {
     Derived& d = self();
     const double norm = std::sqrt(d.grad_norm_squared());
     auto g = update_grads_of(d);
-    ops::clip(d.context(), g.data(), g.size(), norm, d.options().grad_clip);
+    ops::clip(d.context(), flat(d.context(), g), norm, d.options().grad_clip);
     return norm;
   }
 
@@ -188,8 +188,8 @@ class step_skeleton {
       m.lr = d.options().schedule.at(d.step_count(), d.options().optimizer.lr);
     } else {
       auto g = update_grads_of(d);
-      if constexpr (scalable<Derived>) ops::scale(d.context(), g.data(), g.size(), 1.0 / loss_scale);  // unscale
-      ops::clip(d.context(), g.data(), g.size(), m.grad_norm, d.options().grad_clip);
+      if constexpr (scalable<Derived>) ops::scale(d.context(), flat(d.context(), g), 1.0 / loss_scale);  // unscale
+      ops::clip(d.context(), flat(d.context(), g), m.grad_norm, d.options().grad_clip);
       m.lr = d.apply_optimizer();
       scaler_.update(/*overflow=*/false);
     }
@@ -209,7 +209,7 @@ class step_skeleton {
   step_gradients accumulate_micro_batches(Fill& fill, double fault, double loss_scale = 1.0) {
     Derived& d = self();
     auto g = d.grads();
-    ops::zero(d.context(), g.data(), g.size());
+    ops::zero(d.context(), flat(d.context(), g));
     using T = typename decltype(g)::value_type;
     const std::size_t k = d.options().grad_accum;
     const auto scale =

@@ -79,9 +79,10 @@ double mixed_adamw_over_groups(const Ctx& ctx, const train_options& options, std
   const double lr = options.schedule.at(step, o.lr);
   ++step;
   for (const auto& g : groups)
-    ops::adamw_step(ctx, master + g.offset, params + g.offset, grads + g.offset, m + g.offset, v + g.offset, g.size,
-                    static_cast<float>(lr), o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f,
-                    static_cast<int>(step));
+    ops::adamw_step(ctx, flat(ctx, master + g.offset, g.size), flat(ctx, params + g.offset, g.size),
+                    flat(ctx, grads + g.offset, g.size), flat(ctx, m + g.offset, g.size),
+                    flat(ctx, v + g.offset, g.size), static_cast<float>(lr), o.beta1, o.beta2, o.eps,
+                    g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
   return lr;
 }
 }  // namespace detail
@@ -145,12 +146,14 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     if constexpr (mixed_precision && optimizer_state_in_arena) {
       // The f32 master shard is initialised; the T parameters are its rounded copy.
       initial_values(master());
-      ops::cast(ctx_, section(local_plan::params), section<M>(local_plan::master), local_plan::param_count);
+      ops::cast(ctx_, flat(ctx_, section(local_plan::params), local_plan::param_count),
+                flat(ctx_, section<M>(local_plan::master), local_plan::param_count));
     } else if constexpr (mixed_precision) {
       // No master section (ZeRO's shards hold it): the same rounded values.
       std::vector<M> values(local_plan::param_count);
       initial_values(std::span<M>(values));
-      ops::cast(ctx_, section(local_plan::params), values.data(), local_plan::param_count);
+      ops::cast(ctx_, flat(ctx_, section(local_plan::params), local_plan::param_count),
+                flat(ctx_, values.data(), local_plan::param_count));
     } else {
       initialise_shards(params(), infos_, whole_infos_, TP, tp_rank(), options_.seed);
     }
@@ -227,7 +230,7 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     vocab_parallel_cross_entropy_forward<rows, vocab_local>(ctx_, *tp_, losses, section(local_plan::logits),
                                                                   section<std::int32_t>(local_plan::targets),
                                                                   section<double>(local_plan::loss_work));
-    return ops::mean_loss(ctx_, losses, rows);
+    return ops::mean_loss(ctx_, flat(ctx_, losses, rows));
   }
 
   /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to
@@ -237,7 +240,7 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
       // The sum over tp below adds every rank's share; rank 0 alone carries the earlier
       // micro-batches' sums, so that accumulation counts them once.
       if (tp_rank() != 0)
-        for (const auto& r : replicated_) ops::zero(ctx_, section(local_plan::grads) + r.offset, r.size);
+        for (const auto& r : replicated_) ops::zero(ctx_, flat(ctx_, section(local_plan::grads) + r.offset, r.size));
       replicated_params_.restart();
     }
     const frame_type f = root_frame(true);
@@ -249,7 +252,7 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
                                                                            section<double>(local_plan::loss_work));
     model::backward(f, nullptr, logits, nullptr);  // logits hold dlogits
     if constexpr (SP) reduce_replicated(0);       // whatever backward did not report
-    return ops::mean_loss(ctx_, losses, rows);
+    return ops::mean_loss(ctx_, flat(ctx_, losses, rows));
   }
 
   // step(fill, accept), evaluate(fill, batches) and clip_gradients(): step_skeleton.hpp.
@@ -267,7 +270,9 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   double grad_norm_squared() const {
     const T* g = section(local_plan::grads);
     double sq = 0;
-    const auto add = [&](std::size_t b, std::size_t e) { sq = ops::sum_squares_continue(ctx_, sq, g + b, e - b); };
+    const auto add = [&](std::size_t b, std::size_t e) {
+      sq = ops::sum_squares_continue(ctx_, sq, flat(ctx_, g + b, e - b));
+    };
     std::size_t at = 0;
     for (const auto& r : norm_skipped()) {
       add(at, r.offset);

@@ -66,8 +66,9 @@ double adamw_over_groups(const Ctx& ctx, const train_options& options, std::size
   const double lr = options.schedule.at(step, o.lr);
   ++step;
   for (const auto& g : groups)
-    ops::adamw_step(ctx, params + g.offset, grads + g.offset, m + g.offset, v + g.offset, g.size, static_cast<float>(lr),
-                    o.beta1, o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
+    ops::adamw_step(ctx, flat(ctx, params + g.offset, g.size), flat(ctx, grads + g.offset, g.size),
+                    flat(ctx, m + g.offset, g.size), flat(ctx, v + g.offset, g.size), static_cast<float>(lr), o.beta1,
+                    o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
   return lr;
 }
 struct aligned_free {
@@ -158,7 +159,8 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
     } else if constexpr (mixed_precision && Plan::optimizer_state_in_arena) {
       // The master weights are initialised; the T parameters are their rounded copy.
       initialise_parameters(master(), infos_, options_.seed);
-      ops::cast(ctx_, section(Plan::params), section<M>(Plan::master), Plan::param_count);
+      ops::cast(ctx_, flat(ctx_, section(Plan::params), Plan::param_count),
+                flat(ctx_, section<M>(Plan::master), Plan::param_count));
     } else if constexpr (mixed_precision || windowed_params) {
       // No master section (ZeRO keeps the optimizer state in shards): the same rounded values,
       // computed in M and rounded element by element (no model-sized temporary); under ZeRO-3
@@ -278,9 +280,10 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   /// Mean loss of the micro-batch in tokens()/targets(), forward only.
   double loss() {
     forward();
-    L* losses = section<L>(Plan::losses);
-    ops::softmax_cross_entropy_forward<rows, V>(ctx_, losses, section(Plan::logits), section<std::int32_t>(Plan::targets));
-    return ops::mean_loss(ctx_, losses, rows);
+    const auto losses = view<rows>(section<L>(Plan::losses));
+    ops::softmax_cross_entropy_forward<rows, V>(ctx_, losses, view<rows, V>(section(Plan::logits)),
+                                                view<rows>(section<std::int32_t>(Plan::targets)));
+    return ops::mean_loss(ctx_, losses);
   }
 
   /// Forward and backward of one micro-batch, adding its gradients (scaled by `scale`) to grads();
@@ -288,17 +291,20 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   double accumulate(ops::compute_t<T> scale) {
     const frame_type f = root_frame(true);
     T* logits = section(Plan::logits);
-    L* losses = section<L>(Plan::losses);
-    model::forward(f, nullptr, logits);                                       // (batch, seq, vocab)
-    ops::softmax_cross_entropy_forward_backward<rows, V>(ctx_, losses, logits, section<std::int32_t>(Plan::targets), scale);
-    model::backward(f, nullptr, logits, nullptr);                             // logits now hold dlogits
-    return ops::mean_loss(ctx_, losses, rows);
+    const auto losses = view<rows>(section<L>(Plan::losses));
+    model::forward(f, nullptr, logits);  // (batch, seq, vocab)
+    ops::softmax_cross_entropy_forward_backward<rows, V>(ctx_, losses, view<rows, V>(logits),
+                                                         view<rows>(section<std::int32_t>(Plan::targets)), scale);
+    model::backward(f, nullptr, logits, nullptr);  // logits now hold dlogits
+    return ops::mean_loss(ctx_, losses);
   }
 
   // step(fill, accept), evaluate(fill, batches) and clip_gradients(): step_skeleton.hpp.
 
   /// Sum of squared gradients of this rank's parameters (model-parallel steps count replicas once).
-  double grad_norm_squared() const { return ops::sum_squares(ctx_, section(Plan::grads), Plan::state.grads); }
+  double grad_norm_squared() const {
+    return ops::sum_squares(ctx_, flat(ctx_, section(Plan::grads), Plan::state.grads));
+  }
   /// A squared-norm contribution summed over the model-parallel ranks: one rank here.
   double model_parallel_sum(double local) const { return local; }
 
@@ -318,8 +324,9 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
       M* m = section<M>(Plan::adam_m);
       M* v = section<M>(Plan::adam_v);
       for (const auto& g : groups_)
-        ops::adamw_step(ctx_, master_w + g.offset, params_w + g.offset, grads_w + g.offset, m + g.offset,
-                        v + g.offset, g.size, static_cast<float>(lr), o.beta1, o.beta2, o.eps,
+        ops::adamw_step(ctx_, flat(ctx_, master_w + g.offset, g.size), flat(ctx_, params_w + g.offset, g.size),
+                        flat(ctx_, grads_w + g.offset, g.size), flat(ctx_, m + g.offset, g.size),
+                        flat(ctx_, v + g.offset, g.size), static_cast<float>(lr), o.beta1, o.beta2, o.eps,
                         g.decay ? o.weight_decay : 0.0f, static_cast<int>(step_));
       return lr;
     } else {
@@ -365,6 +372,12 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
 
   train_options options_;
   context_type ctx_{};
+
+  /// A dense view of extents E... of the arena at `p`, in the context's memory (ops/views.hpp).
+  template <std::size_t... E, class P>
+  static auto view(P* p) noexcept {
+    return packed_view<context_space_t<context_type>, E...>(p);
+  }
   context_buffer<Ctx> arena_;
   std::vector<std::int32_t> staged_tokens_, staged_targets_;  // host copies (device arenas only)
   std::vector<param_info> infos_;

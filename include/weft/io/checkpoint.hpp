@@ -184,7 +184,9 @@ void load_weights_from(training_step<Plan>& st, const safetensors_file& f) {
     } else {
       f.read_as(name, std::span<M>(dst, p.size));
     }
-    if constexpr (!std::is_same_v<T, M>) ops::cast(host_context{}, st.params().data() + p.offset, dst, p.size);
+    if constexpr (!std::is_same_v<T, M>) ops::cast(host_context{},
+                                                   flat(host_context{}, st.params().data() + p.offset, p.size),
+                                                   flat(host_context{}, dst, p.size));
   }
 }
 

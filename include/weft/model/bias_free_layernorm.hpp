@@ -29,19 +29,22 @@ struct bias_free_layernorm
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    auto* zero_bias = f.scratch;  // (width)
-    ops::zero(f.ctx, zero_bias, C);
-    auto* stats = norm_stats(f.kept);
-    ops::layernorm_forward<F::rows, C>(f.ctx, out, stats, stats + F::rows, in, f.params, zero_bias);
+    constexpr std::size_t N = F::rows;
+    const auto zero_bias = view<C>(f, f.scratch);
+    ops::zero(f.ctx, zero_bias);
+    auto* stats = norm_stats(f.kept);  // mean (N), rstd (N)
+    ops::layernorm_forward<N, C>(f.ctx, view<N, C>(f, out), view<N>(f, stats), view<N>(f, stats + N), view<N, C>(f, in),
+                                 view<C>(f, f.params), zero_bias);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    auto* dropped_dbias = f.scratch + C;  // (width), never read
-    ops::zero(f.ctx, dropped_dbias, C);
+    constexpr std::size_t N = F::rows;
+    const auto dropped_dbias = view<C>(f, f.scratch + C);  // never read
+    ops::zero(f.ctx, dropped_dbias);
     const auto* stats = norm_stats(f.kept);
-    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, dropped_dbias, dout, in, f.params, stats,
-                                        stats + F::rows);
+    ops::layernorm_backward<N, C>(f.ctx, view<N, C>(f, din), view<C>(f, f.grads), dropped_dbias, view<N, C>(f, dout),
+                                  view<N, C>(f, in), view<C>(f, f.params), view<N>(f, stats), view<N>(f, stats + N));
   }
 };
 

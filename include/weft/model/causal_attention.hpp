@@ -40,10 +40,12 @@ struct causal_attention : stateless_layer {
     auto* probs = f.kept;  // (batch, heads, seq, seq)
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept + probs_count<B, S>;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D>(f.ctx, rotated, in);
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, rotated);
+      ops::rope_forward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+                                              view<B * S, qkv_width>(f, rotated));
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, in);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+                                              view<B * S, qkv_width>(f, in));
     }
   }
   template <class F>
@@ -55,11 +57,15 @@ struct causal_attention : stateless_layer {
     if constexpr (PosEnc::enabled) {
       const auto* rotated = f.kept + probs_count<B, S>;
       auto* drotated = f.scratch + probs_count<B, S>;  // (batch, seq, qkv_width)
-      ops::zero(f.ctx, drotated, B * S * qkv_width);
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, drotated, dprobs, dout, rotated, probs);
-      ops::rope_backward<B, S, H, KVH, D>(f.ctx, din, drotated);
+      const auto drot = view<B * S, qkv_width>(f, drotated);
+      ops::zero(f.ctx, drot);
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
+                                               view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
+      ops::rope_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, din, dprobs, dout, in, probs);
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
+                                               view<B * S, out_width>(f, dout), view<B * S, qkv_width>(f, in),
+                                               view<B, H, S, S>(f, probs));
     }
   }
 };

@@ -19,12 +19,13 @@ struct gelu : stateless_layer {
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::gelu_forward<F::rows * C>(f.ctx, out, in);
+    ops::gelu_forward<F::rows * C>(f.ctx, view<F::rows, C>(f, out), view<F::rows, C>(f, in));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::gelu_backward<F::rows * C>(f.ctx, din, in, dout);
+    ops::gelu_backward<F::rows * C>(f.ctx, view<F::rows, C>(f, din), view<F::rows, C>(f, in),
+                                    view<F::rows, C>(f, dout));
   }
 };
 

@@ -14,6 +14,8 @@
 #include "weft/comm/group.hpp"         // tp_group (the group interface sharded layers talk to)
 #include "weft/exec/context.hpp"       // host_context, execution_context
 #include "weft/model/param.hpp"        // param_list, role, init_context
+#include "weft/ops/matmul.hpp"         // linear_weight_view
+#include "weft/ops/views.hpp"          // packed_view
 
 #include <concepts>
 #include <cstddef>
@@ -95,7 +97,7 @@ struct block_window_hook {
 /// Where one layer's parameters, gradients, kept activations and workspace are, for one
 /// micro-batch of B sequences of S tokens in element type T. `Root` is the whole model (tied
 /// parameters are found through it). `Ctx` is the execution context every op of the layer is
-/// called with, first: `ops::gelu_forward<F::rows>(f.ctx, out, in)` (exec/context.hpp).
+/// called with, first: `ops::gelu_forward<F::rows * C>(f.ctx, view<F::rows, C>(f, out), view<F::rows, C>(f, in))` (exec/context.hpp).
 template <class T, std::size_t B, std::size_t S, class Root, execution_context Ctx = host_context>
 struct frame {
   using value_type = T;
@@ -172,6 +174,25 @@ struct frame {
     return f;
   }
 };
+
+/// The memory space of a frame's buffers: its context's.
+template <class F>
+using frame_space_t = context_space_t<typename F::context_type>;
+
+/// How a layer hands a buffer to an op: a dense row-major view of extents E... at `p`, in the
+/// memory of the frame's context (ops/views.hpp), `ops::gelu_forward<F::rows * C>(f.ctx,
+/// view<F::rows, C>(f, out), view<F::rows, C>(f, in))`. The op checks the extents, the layout
+/// and the space against what it takes.
+template <std::size_t... E, class F, class P>
+constexpr auto view(const F&, P* p) noexcept {
+  return packed_view<frame_space_t<F>, E...>(p);
+}
+
+/// The (In, Out) view of a weight stored (Out, In) like torch's nn.Linear (ops/matmul.hpp).
+template <std::size_t In, std::size_t Out, class F, class P>
+constexpr auto linear_weight(const F&, P* p) noexcept {
+  return ops::linear_weight_view<In, Out, frame_space_t<F>>(p);
+}
 
 namespace detail {
 /// The window of a block stack (repeat<>, recomputed<repeat<>>) whose `stack_params` parameters

@@ -26,14 +26,19 @@ struct layernorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    auto* stats = norm_stats(f.kept);
-    ops::layernorm_forward<F::rows, C>(f.ctx, out, stats, stats + F::rows, in, f.params, f.params + C);
+    constexpr std::size_t N = F::rows;
+    auto* stats = norm_stats(f.kept);  // mean (N), rstd (N)
+    ops::layernorm_forward<N, C>(f.ctx, view<N, C>(f, out), view<N>(f, stats), view<N>(f, stats + N), view<N, C>(f, in),
+                                 view<C>(f, f.params), view<C>(f, f.params + C));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
+    constexpr std::size_t N = F::rows;
     const auto* stats = norm_stats(f.kept);
-    ops::layernorm_backward<F::rows, C>(f.ctx, din, f.grads, f.grads + C, dout, in, f.params, stats, stats + F::rows);
+    ops::layernorm_backward<N, C>(f.ctx, view<N, C>(f, din), view<C>(f, f.grads), view<C>(f, f.grads + C),
+                                  view<N, C>(f, dout), view<N, C>(f, in), view<C>(f, f.params), view<N>(f, stats),
+                                  view<N>(f, stats + N));
   }
 };
 

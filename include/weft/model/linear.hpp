@@ -71,13 +71,26 @@ struct linear : leaf_layer<detail::linear_params<In, Out, Role, Bias, Init, Expo
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::matmul_forward<F::rows, In, Out>(f.ctx, out, in, f.params, Bias ? f.params + In * Out : nullptr);
+    const auto y = view<F::rows, Out>(f, out);
+    const auto x = view<F::rows, In>(f, in);
+    const auto w = linear_weight<In, Out>(f, f.params);  // (In, Out) view of the (Out, In) weight
+    if constexpr (Bias)
+      ops::matmul_forward<F::rows, In, Out>(f.ctx, y, x, w, view<Out>(f, f.params + In * Out));
+    else
+      ops::matmul_forward<F::rows, In, Out>(f.ctx, y, x, w, ops::none);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::matmul_backward<F::rows, In, Out>(f.ctx, din, f.grads, (Bias && f.grads) ? f.grads + In * Out : nullptr, dout, in,
-                                                  f.params);
+    const auto dx = view<F::rows, In>(f, din);  // a null din: the input needs no gradient
+    const auto dw = linear_weight<In, Out>(f, f.grads);
+    const auto dy = view<F::rows, Out>(f, dout);
+    const auto x = view<F::rows, In>(f, in);
+    const auto w = linear_weight<In, Out>(f, f.params);
+    if constexpr (Bias)
+      ops::matmul_backward<F::rows, In, Out>(f.ctx, dx, dw, view<Out>(f, f.grads ? f.grads + In * Out : nullptr), dy, x, w);
+    else
+      ops::matmul_backward<F::rows, In, Out>(f.ctx, dx, dw, ops::none, dy, x, w);
   }
 };
 

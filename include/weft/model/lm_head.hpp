@@ -64,12 +64,16 @@ struct lm_head : leaf_layer<detail::lm_head_params<V, C, Tie>> {
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::matmul_forward<F::rows, C, V>(f.ctx, out, in, weight(f), nullptr);  // (batch, seq, vocab)
+    // (batch, seq, vocab) = (batch, seq, width) · Wᵀ, W stored (vocab, width)
+    ops::matmul_forward<F::rows, C, V>(f.ctx, view<F::rows, V>(f, out), view<F::rows, C>(f, in),
+                                       linear_weight<C, V>(f, weight(f)), ops::none);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::matmul_backward<F::rows, C, V>(f.ctx, din, weight_grad(f), nullptr, dout, in, weight(f));
+    ops::matmul_backward<F::rows, C, V>(f.ctx, view<F::rows, C>(f, din), linear_weight<C, V>(f, weight_grad(f)),
+                                        ops::none, view<F::rows, V>(f, dout), view<F::rows, C>(f, in),
+                                        linear_weight<C, V>(f, weight(f)));
   }
 };
 

@@ -202,8 +202,9 @@ struct moe_mlp {
   template <class Fr>
   static double aux_loss(const Fr& f) {
     using L = kept_layout<Fr::batch, Fr::seq>;
-    return ops::load_balance_loss<Fr::rows, Experts, TopK>(f.ctx, static_cast<typename Fr::value_type*>(nullptr),
-                                                             f.kept + L::probs, choices(f), aux_alpha, 0.0);
+    return ops::load_balance_loss<Fr::rows, Experts, TopK>(f.ctx, ops::none,  // no gradient
+                                                             view<Fr::rows, Experts>(f, f.kept + L::probs),
+                                                             view<Fr::rows, TopK>(f, choices(f)), aux_alpha, 0.0);
   }
 
   template <class Fr>
@@ -219,24 +220,31 @@ struct moe_mlp {
     std::int32_t* token = slot + R;          // (R)
     std::int32_t* offsets = token + R;       // (E + 1)
     // router: logits into probs, then softmax and top-k in place
-    ops::matmul_forward<N, C, Experts>(f.ctx, probs, in, f.params + gate_offset, static_cast<const T*>(nullptr));
-    ops::topk_router_forward<N, Experts, TopK>(f.ctx, probs, gates, ch, probs);
-    ops::moe_dispatch_plan<N, Experts, TopK>(f.ctx, offsets, slot, token, ch);
+    const auto x = view<N, C>(f, in);
+    const auto offs = view<Experts + 1>(f, offsets);
+    ops::matmul_forward<N, C, Experts>(f.ctx, view<N, Experts>(f, probs), x,
+                                       linear_weight<C, Experts>(f, f.params + gate_offset), ops::none);
+    ops::topk_router_forward<N, Experts, TopK>(f.ctx, view<N, Experts>(f, probs), view<N, TopK>(f, gates),
+                                               view<N, TopK>(f, ch), view<N, Experts>(f, probs));
+    ops::moe_dispatch_plan<N, Experts, TopK>(f.ctx, offs, view<R>(f, slot), view<R>(f, token), view<N, TopK>(f, ch));
     // experts over the grouped rows
     T* xe = f.scratch;  // (R, C)
-    ops::moe_gather<N, TopK, C>(f.ctx, xe, in, token);
+    ops::moe_gather<N, TopK, C>(f.ctx, view<R, C>(f, xe), x, view<R>(f, token));
     T* pre = f.kept + L::pre;  // (R, expert_in)
     T* act = f.kept + L::act;  // (R, ffn)
     T* ye = f.kept + L::out;   // (R, C)
-    ops::grouped_matmul_forward<R, C, expert_in, Experts>(f.ctx, pre, xe, f.params + w1_offset, offsets);
-    if constexpr (swiglu) ops::swiglu_forward<R, Ffn>(f.ctx, act, pre);
-    else ops::gelu_forward<R * Ffn>(f.ctx, act, pre);
-    ops::grouped_matmul_forward<R, Ffn, C, Experts>(f.ctx, ye, act, f.params + w2_offset, offsets);
-    ops::moe_combine_forward<N, TopK, C>(f.ctx, out, ye, gates, slot);  // (N, C)
+    ops::grouped_matmul_forward<R, C, expert_in, Experts>(f.ctx, view<R, expert_in>(f, pre), view<R, C>(f, xe),
+                                                          view<Experts, expert_in, C>(f, f.params + w1_offset), offs);
+    if constexpr (swiglu) ops::swiglu_forward<R, Ffn>(f.ctx, view<R, Ffn>(f, act), view<R, expert_in>(f, pre));
+    else ops::gelu_forward<R * Ffn>(f.ctx, view<R, Ffn>(f, act), view<R, Ffn>(f, pre));
+    ops::grouped_matmul_forward<R, Ffn, C, Experts>(f.ctx, view<R, C>(f, ye), view<R, Ffn>(f, act),
+                                                    view<Experts, C, Ffn>(f, f.params + w2_offset), offs);
+    ops::moe_combine_forward<N, TopK, C>(f.ctx, view<N, C>(f, out), view<R, C>(f, ye), view<N, TopK>(f, gates),
+                                         view<N, TopK>(f, slot));  // (N, C)
     if constexpr (has_shared) {
       T* sh = f.scratch + R * C;  // (N, C)
       shared_type::forward(shared_frame(f), in, sh);
-      ops::accumulate(f.ctx, out, sh, N * C);
+      ops::accumulate(f.ctx, view<N, C>(f, out), view<N, C>(f, sh));
     }
   }
 
@@ -265,27 +273,39 @@ struct moe_mlp {
     T* dpre = dact + R * Ffn;
     T* dgates = dpre + R * expert_in;
     T* dlogits = dgates + N * TopK;
-    ops::zero(f.ctx, dye, 2 * R * C + R * Ffn + R * expert_in + N * TopK + N * Experts);  // all but xe
-    ops::moe_gather<N, TopK, C>(f.ctx, xe, in, token);  // re-gathered, not kept
-    ops::moe_combine_backward<N, TopK, C>(f.ctx, dye, dgates, dout, f.kept + L::out, gates, slot);
-    ops::grouped_matmul_backward<R, Ffn, C, Experts>(f.ctx, dact, f.grads + w2_offset, dye, f.kept + L::act,
-                                                      f.params + w2_offset, offsets);
-    if constexpr (swiglu) ops::swiglu_backward<R, Ffn>(f.ctx, dpre, f.kept + L::pre, dact);
-    else ops::gelu_backward<R * Ffn>(f.ctx, dpre, f.kept + L::pre, dact);
-    ops::grouped_matmul_backward<R, C, expert_in, Experts>(f.ctx, dxe, f.grads + w1_offset, dpre, xe,
-                                                            f.params + w1_offset, offsets);
-    ops::moe_gather_backward<N, TopK, C>(f.ctx, din, dxe, slot);
+    const auto x = view<N, C>(f, in);
+    const auto offs = view<Experts + 1>(f, offsets);
+    ops::zero(f.ctx, view<2 * R * C + R * Ffn + R * expert_in + N * TopK + N * Experts>(f, dye));  // all but xe
+    ops::moe_gather<N, TopK, C>(f.ctx, view<R, C>(f, xe), x, view<R>(f, token));  // re-gathered, not kept
+    ops::moe_combine_backward<N, TopK, C>(f.ctx, view<R, C>(f, dye), view<N, TopK>(f, dgates), view<N, C>(f, dout),
+                                          view<R, C>(f, f.kept + L::out), view<N, TopK>(f, gates), view<N, TopK>(f, slot));
+    ops::grouped_matmul_backward<R, Ffn, C, Experts>(f.ctx, view<R, Ffn>(f, dact), view<Experts, C, Ffn>(f, f.grads + w2_offset),
+                                                      view<R, C>(f, dye), view<R, Ffn>(f, f.kept + L::act),
+                                                      view<Experts, C, Ffn>(f, f.params + w2_offset), offs);
+    if constexpr (swiglu)
+      ops::swiglu_backward<R, Ffn>(f.ctx, view<R, expert_in>(f, dpre), view<R, expert_in>(f, f.kept + L::pre),
+                                   view<R, Ffn>(f, dact));
+    else
+      ops::gelu_backward<R * Ffn>(f.ctx, view<R, Ffn>(f, dpre), view<R, Ffn>(f, f.kept + L::pre), view<R, Ffn>(f, dact));
+    ops::grouped_matmul_backward<R, C, expert_in, Experts>(f.ctx, view<R, C>(f, dxe),
+                                                            view<Experts, expert_in, C>(f, f.grads + w1_offset),
+                                                            view<R, expert_in>(f, dpre), view<R, C>(f, xe),
+                                                            view<Experts, expert_in, C>(f, f.params + w1_offset), offs);
+    ops::moe_gather_backward<N, TopK, C>(f.ctx, view<N, C>(f, din), view<R, C>(f, dxe), view<N, TopK>(f, slot));
     // router: through the gates, plus the load-balancing loss (its weight in the step's loss
     // is aux_losses().gradient_scale); its value is reported to the meter
-    ops::topk_router_backward<N, Experts, TopK>(f.ctx, dlogits, dgates, probs, gates, ch);
+    ops::topk_router_backward<N, Experts, TopK>(f.ctx, view<N, Experts>(f, dlogits), view<N, TopK>(f, dgates),
+                                                view<N, Experts>(f, probs), view<N, TopK>(f, gates), view<N, TopK>(f, ch));
     if constexpr (aux_alpha > 0) {
       auto& meter = aux_losses();
       const double aux = ops::load_balance_loss<N, Experts, TopK>(
-          f.ctx, meter.gradient_scale != 0 ? dlogits : static_cast<T*>(nullptr), probs, ch, aux_alpha, meter.gradient_scale);
+          f.ctx, view<N, Experts>(f, meter.gradient_scale != 0 ? dlogits : nullptr), view<N, Experts>(f, probs),
+          view<N, TopK>(f, ch), aux_alpha, meter.gradient_scale);
       meter.record(aux);
     }
-    ops::matmul_backward<N, C, Experts>(f.ctx, din, f.grads + gate_offset, static_cast<T*>(nullptr), dlogits, in,
-                                        f.params + gate_offset);
+    ops::matmul_backward<N, C, Experts>(f.ctx, view<N, C>(f, din), linear_weight<C, Experts>(f, f.grads + gate_offset),
+                                        ops::none, view<N, Experts>(f, dlogits), x,
+                                        linear_weight<C, Experts>(f, f.params + gate_offset));
   }
 
  private:

@@ -103,11 +103,15 @@ struct moe_expert_parallel {
     const routing rt = routing_of(f);
     T* probs = f.kept + L::probs;
     T* gates = f.kept + L::gates;
-    ops::matmul_forward<N, C, E>(f.ctx, probs, in, f.params + gate_offset, static_cast<const T*>(nullptr));
-    ops::topk_router_forward<N, E, K>(f.ctx, probs, gates, rt.choices, probs);
-    ops::moe_dispatch_plan<N, E, K>(f.ctx, rt.offsets, rt.slots, rt.tokens, rt.choices);
+    const auto x = view<N, C>(f, in);
+    ops::matmul_forward<N, C, E>(f.ctx, view<N, E>(f, probs), x, linear_weight<C, E>(f, f.params + gate_offset),
+                                 ops::none);
+    ops::topk_router_forward<N, E, K>(f.ctx, view<N, E>(f, probs), view<N, K>(f, gates), view<N, K>(f, rt.choices),
+                                      view<N, E>(f, probs));
+    ops::moe_dispatch_plan<N, E, K>(f.ctx, view<E + 1>(f, rt.offsets), view<R>(f, rt.slots), view<R>(f, rt.tokens),
+                                    view<N, K>(f, rt.choices));
     T* xe = f.scratch;  // (R, C) local rows grouped by expert, so by destination rank
-    ops::moe_gather<N, K, C>(f.ctx, xe, in, rt.tokens);
+    ops::moe_gather<N, K, C>(f.ctx, view<R, C>(f, xe), x, view<R>(f, rt.tokens));
     // counts: per expert of rank q to q; then rows per rank both ways
     std::array<std::int32_t, EP * El> send_expert{};
     for (std::size_t e = 0; e < E; ++e) send_expert[e] = rt.offsets[e + 1] - rt.offsets[e];
@@ -128,28 +132,35 @@ struct moe_expert_parallel {
     T* pre = f.kept + L::pre;
     T* act = f.kept + L::act;
     T* yr = f.scratch + R * C;  // (RM, C)
+    // Rows not received stay zero: defined, unused. The whole block is zeroed first (its size is
+    // static) and the received rows then overwritten (the products write their output, beta 0).
+    ops::zero(f.ctx, view<RM, H1>(f, pre));
+    const auto w1 = view<El, H1, C>(f, f.params + w1_offset);
+    const auto w2 = view<El, C, F>(f, f.params + w2_offset);
+    // each source rank's rows: views at their first row, of the op's extents (as the product reads
+    // only the rows its segment offsets name)
     std::size_t base = 0;
     for (std::size_t p = 0; p < EP; ++p) {
-      ops::grouped_matmul_forward<RM, C, H1, El>(f.ctx, pre + base * H1, xr + base * C, f.params + w1_offset,
-                                                 rt.segment_offsets + p * (El + 1));
+      ops::grouped_matmul_forward<RM, C, H1, El>(f.ctx, view<RM, H1>(f, pre + base * H1), view<RM, C>(f, xr + base * C),
+                                                 w1, view<El + 1>(f, rt.segment_offsets + p * (El + 1)));
       base += static_cast<std::size_t>(rt.recv_rows[p]);
     }
-    ops::zero(f.ctx, pre + base * H1, (RM - base) * H1);  // rows not received: defined, unused
-    if constexpr (Moe::swiglu) ops::swiglu_forward<RM, F>(f.ctx, act, pre);
-    else ops::gelu_forward<RM * F>(f.ctx, act, pre);
+    if constexpr (Moe::swiglu) ops::swiglu_forward<RM, F>(f.ctx, view<RM, F>(f, act), view<RM, H1>(f, pre));
+    else ops::gelu_forward<RM * F>(f.ctx, view<RM, F>(f, act), view<RM, F>(f, pre));
     base = 0;
     for (std::size_t p = 0; p < EP; ++p) {
-      ops::grouped_matmul_forward<RM, F, C, El>(f.ctx, yr + base * C, act + base * F, f.params + w2_offset,
-                                                rt.segment_offsets + p * (El + 1));
+      ops::grouped_matmul_forward<RM, F, C, El>(f.ctx, view<RM, C>(f, yr + base * C), view<RM, F>(f, act + base * F), w2,
+                                                view<El + 1>(f, rt.segment_offsets + p * (El + 1)));
       base += static_cast<std::size_t>(rt.recv_rows[p]);
     }
     T* ye = f.kept + L::ye;  // (R, C)
     exchange(g, yr, rt.recv_rows, RM, ye, rt.send_rows, R);
-    ops::moe_combine_forward<N, K, C>(f.ctx, out, ye, gates, rt.slots);
+    ops::moe_combine_forward<N, K, C>(f.ctx, view<N, C>(f, out), view<R, C>(f, ye), view<N, K>(f, gates),
+                                      view<N, K>(f, rt.slots));
     if constexpr (has_shared) {
       T* sh = f.scratch + R * C + RM * C;  // (N, C)
       shared_type::forward(shared_frame(f), in, sh);
-      ops::accumulate(f.ctx, out, sh, N * C);
+      ops::accumulate(f.ctx, view<N, C>(f, out), view<N, C>(f, sh));
     }
   }
 
@@ -178,36 +189,46 @@ struct moe_expert_parallel {
     T* dxe = dxr + RM * C;
     T* dgates = dxe + R * C;
     T* dlogits = dgates + N * K;
-    ops::zero(f.ctx, dye, R * C + RM * C + RM * F + RM * H1 + RM * C + R * C + N * K + N * E);
-    ops::moe_combine_backward<N, K, C>(f.ctx, dye, dgates, dout, f.kept + L::ye, gates, rt.slots);
+    ops::zero(f.ctx, view<R * C + RM * C + RM * F + RM * H1 + RM * C + R * C + N * K + N * E>(f, dye));
+    ops::moe_combine_backward<N, K, C>(f.ctx, view<R, C>(f, dye), view<N, K>(f, dgates), view<N, C>(f, dout),
+                                       view<R, C>(f, f.kept + L::ye), view<N, K>(f, gates), view<N, K>(f, rt.slots));
     exchange(g, dye, rt.send_rows, R, dyr, rt.recv_rows, RM);
+    const auto w1 = view<El, H1, C>(f, f.params + w1_offset);
+    const auto w2 = view<El, C, F>(f, f.params + w2_offset);
+    const auto dw1 = view<El, H1, C>(f, f.grads + w1_offset);
+    const auto dw2 = view<El, C, F>(f, f.grads + w2_offset);
     std::size_t base = 0;
     for (std::size_t p = 0; p < EP; ++p) {
-      ops::grouped_matmul_backward<RM, F, C, El>(f.ctx, dact + base * F, f.grads + w2_offset, dyr + base * C,
-                                                 f.kept + L::act + base * F, f.params + w2_offset,
-                                                 rt.segment_offsets + p * (El + 1));
+      ops::grouped_matmul_backward<RM, F, C, El>(f.ctx, view<RM, F>(f, dact + base * F), dw2, view<RM, C>(f, dyr + base * C),
+                                                 view<RM, F>(f, f.kept + L::act + base * F), w2,
+                                                 view<El + 1>(f, rt.segment_offsets + p * (El + 1)));
       base += static_cast<std::size_t>(rt.recv_rows[p]);
     }
-    if constexpr (Moe::swiglu) ops::swiglu_backward<RM, F>(f.ctx, dpre, f.kept + L::pre, dact);
-    else ops::gelu_backward<RM * F>(f.ctx, dpre, f.kept + L::pre, dact);
+    if constexpr (Moe::swiglu)
+      ops::swiglu_backward<RM, F>(f.ctx, view<RM, H1>(f, dpre), view<RM, H1>(f, f.kept + L::pre), view<RM, F>(f, dact));
+    else
+      ops::gelu_backward<RM * F>(f.ctx, view<RM, F>(f, dpre), view<RM, F>(f, f.kept + L::pre), view<RM, F>(f, dact));
     base = 0;
     for (std::size_t p = 0; p < EP; ++p) {
-      ops::grouped_matmul_backward<RM, C, H1, El>(f.ctx, dxr + base * C, f.grads + w1_offset, dpre + base * H1,
-                                                  f.kept + L::xr + base * C, f.params + w1_offset,
-                                                  rt.segment_offsets + p * (El + 1));
+      ops::grouped_matmul_backward<RM, C, H1, El>(f.ctx, view<RM, C>(f, dxr + base * C), dw1, view<RM, H1>(f, dpre + base * H1),
+                                                  view<RM, C>(f, f.kept + L::xr + base * C), w1,
+                                                  view<El + 1>(f, rt.segment_offsets + p * (El + 1)));
       base += static_cast<std::size_t>(rt.recv_rows[p]);
     }
     exchange(g, dxr, rt.recv_rows, RM, dxe, rt.send_rows, R);
-    ops::moe_gather_backward<N, K, C>(f.ctx, din, dxe, rt.slots);
-    ops::topk_router_backward<N, E, K>(f.ctx, dlogits, dgates, probs, gates, rt.choices);
+    ops::moe_gather_backward<N, K, C>(f.ctx, view<N, C>(f, din), view<R, C>(f, dxe), view<N, K>(f, rt.slots));
+    ops::topk_router_backward<N, E, K>(f.ctx, view<N, E>(f, dlogits), view<N, K>(f, dgates), view<N, E>(f, probs),
+                                       view<N, K>(f, gates), view<N, K>(f, rt.choices));
     if constexpr (Moe::aux_alpha > 0) {
       auto& meter = aux_losses();
-      const double aux = ops::load_balance_loss<N, E, K>(f.ctx, meter.gradient_scale != 0 ? dlogits : static_cast<T*>(nullptr),
-                                                         probs, rt.choices, Moe::aux_alpha, meter.gradient_scale);
+      const double aux = ops::load_balance_loss<N, E, K>(
+          f.ctx, view<N, E>(f, meter.gradient_scale != 0 ? dlogits : nullptr), view<N, E>(f, probs),
+          view<N, K>(f, rt.choices), Moe::aux_alpha, meter.gradient_scale);
       meter.record(aux);
     }
-    ops::matmul_backward<N, C, E>(f.ctx, din, f.grads + gate_offset, static_cast<T*>(nullptr), dlogits, in,
-                                  f.params + gate_offset);
+    ops::matmul_backward<N, C, E>(f.ctx, view<N, C>(f, din), linear_weight<C, E>(f, f.grads + gate_offset), ops::none,
+                                  view<N, E>(f, dlogits), view<N, C>(f, in),
+                                  linear_weight<C, E>(f, f.params + gate_offset));
   }
 
  private:

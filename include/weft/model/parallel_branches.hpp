@@ -125,7 +125,7 @@ struct branch_sum {
     } else {
       auto* part = f.scratch;  // (rows, out_width)
       child<I>::forward(child_frame(f, I), in, part);
-      ops::accumulate(f.ctx, out, part, F::rows * out_width);  // out += part
+      ops::accumulate(f.ctx, view<F::rows, out_width>(f, out), view<F::rows, out_width>(f, part));  // out += part
     }
   }
   template <class F, std::size_t... I>

@@ -28,14 +28,17 @@ struct positional_embedding
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     constexpr bool fits = diag::at_most<F::seq, Context>;
     static_assert(fits, "weft::positional_embedding: the sequence is longer than the context. Raise context<N> or shorten seq<N>.");
-    if (out != in) ops::copy(f.ctx, out, in, F::rows * C);
-    ops::positional_forward<F::batch, F::seq, C>(f.ctx, out, f.params);  // (batch, seq, width) += (seq, width)
+    const auto y = view<F::rows, C>(f, out);
+    if (out != in) ops::copy(f.ctx, y, view<F::rows, C>(f, in));
+    // (batch, seq, width) += (seq, width): the first seq rows of the (context, width) table
+    ops::positional_forward<F::batch, F::seq, C>(f.ctx, y, view<F::seq, C>(f, f.params));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.ctx, f.grads, dout);
-    ops::accumulate(f.ctx, din, dout, F::rows * C);  // the path around the addition
+    const auto dy = view<F::rows, C>(f, dout);
+    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.ctx, view<F::seq, C>(f, f.grads), dy);
+    ops::accumulate(f.ctx, view<F::rows, C>(f, din), dy);  // the path around the addition
   }
 };
 

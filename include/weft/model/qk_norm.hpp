@@ -53,9 +53,11 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
       const auto* x = in + r * qkv_width;
       auto* y = out + r * qkv_width;
       auto* rstd = norm_stats(f.kept) + r * (H + KVH);  // (heads + kv_heads), ops::stat_t
-      ops::rmsnorm_forward<H, D>(f.ctx, y, rstd, x, f.params);                          // q: (H, D)
-      ops::rmsnorm_forward<KVH, D>(f.ctx, y + H * D, rstd + H, x + H * D, f.params + D);  // k: (KVH, D)
-      ops::copy(f.ctx, y + (H + KVH) * D, x + (H + KVH) * D, KVH * D);                  // v: (KVH, D)
+      ops::rmsnorm_forward<H, D>(f.ctx, view<H, D>(f, y), view<H>(f, rstd), view<H, D>(f, x),
+                                 view<D>(f, f.params));  // q: (H, D)
+      ops::rmsnorm_forward<KVH, D>(f.ctx, view<KVH, D>(f, y + H * D), view<KVH>(f, rstd + H),
+                                   view<KVH, D>(f, x + H * D), view<D>(f, f.params + D));  // k: (KVH, D)
+      ops::copy(f.ctx, view<KVH, D>(f, y + (H + KVH) * D), view<KVH, D>(f, x + (H + KVH) * D));  // v: (KVH, D)
     }
   }
   template <class F>
@@ -66,9 +68,12 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
       const auto* dy = dout + r * qkv_width;
       auto* dx = din + r * qkv_width;
       const auto* rstd = norm_stats(f.kept) + r * (H + KVH);
-      ops::rmsnorm_backward<H, D>(f.ctx, dx, f.grads, dy, x, f.params, rstd);
-      ops::rmsnorm_backward<KVH, D>(f.ctx, dx + H * D, f.grads + D, dy + H * D, x + H * D, f.params + D, rstd + H);
-      ops::accumulate(f.ctx, dx + (H + KVH) * D, dy + (H + KVH) * D, KVH * D);
+      ops::rmsnorm_backward<H, D>(f.ctx, view<H, D>(f, dx), view<D>(f, f.grads), view<H, D>(f, dy), view<H, D>(f, x),
+                                  view<D>(f, f.params), view<H>(f, rstd));
+      ops::rmsnorm_backward<KVH, D>(f.ctx, view<KVH, D>(f, dx + H * D), view<D>(f, f.grads + D),
+                                    view<KVH, D>(f, dy + H * D), view<KVH, D>(f, x + H * D), view<D>(f, f.params + D),
+                                    view<KVH>(f, rstd + H));
+      ops::accumulate(f.ctx, view<KVH, D>(f, dx + (H + KVH) * D), view<KVH, D>(f, dy + (H + KVH) * D));
     }
   }
 };
@@ -95,12 +100,13 @@ struct tensor_parallel_qk_norm : qk_norm<H, KVH, D> {
         throw std::logic_error("weft::tensor_parallel_qk_norm: the frame has no tensor-parallel group of size " +
                                std::to_string(TP) + ". Run the sharded model through tensor_parallel_step (it sets frame::tp).");
       // Sum only this micro-batch's share: earlier micro-batches' gradients are already whole.
-      auto* saved = f.scratch;                  // (2, D)
-      ops::copy(f.ctx, saved, f.grads, 2 * D);  // q_weight | k_weight gradients so far
-      ops::zero(f.ctx, f.grads, 2 * D);
-      base::backward(f, in, dout, din);         // this rank's heads' share
-      f.tp->all_reduce_sum(f.grads, 2 * D);     // every head's
-      ops::accumulate(f.ctx, f.grads, saved, 2 * D);
+      const auto saved = view<2, D>(f, f.scratch);
+      const auto gains = view<2, D>(f, f.grads);  // q_weight | k_weight gradients so far
+      ops::copy(f.ctx, saved, gains);
+      ops::zero(f.ctx, gains);
+      base::backward(f, in, dout, din);      // this rank's heads' share
+      f.tp->all_reduce_sum(f.grads, 2 * D);  // every head's
+      ops::accumulate(f.ctx, gains, saved);
     }
   }
 };

@@ -87,7 +87,7 @@ struct recomputed<repeat<N, Block, First>> {
       T* g_in = din;
       if (k > 0) {
         g_in = f.scratch + (k % 2) * rows * in_width;
-        ops::zero(f.ctx, g_in, rows * in_width);
+        ops::zero(f.ctx, view<rows, in_width>(f, g_in));
       }
       const bool grads_windowed = window.grads(cf, Block::param_count);
       Block::backward(cf, x, g_out, g_in);
@@ -132,10 +132,12 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     auto* probs = f.scratch;  // (batch, heads, seq, seq), dropped
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D>(f.ctx, rotated, in);
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, rotated);
+      ops::rope_forward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+                                              view<B * S, qkv_width>(f, rotated));
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, out, probs, in);
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+                                              view<B * S, qkv_width>(f, in));
     }
   }
   template <class F>
@@ -148,13 +150,21 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     T* tail = f.scratch + 2 * probs_count<B, S>;     // (batch, seq, heads·D), then (batch, seq, qkv_width)
     if constexpr (PosEnc::enabled) {
       const T* rotated = f.kept;
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, tail, probs, rotated);  // recompute the probabilities
-      ops::zero(f.ctx, tail, B * S * qkv_width);                      // now the rotated gradient
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, tail, dprobs, dout, rotated, probs);
-      ops::rope_backward<B, S, H, KVH, D>(f.ctx, din, tail);
+      // recompute the probabilities (the output lands in tail, dropped)
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),
+                                              view<B * S, qkv_width>(f, rotated));
+      const auto drot = view<B * S, qkv_width>(f, tail);  // now the rotated gradient
+      ops::zero(f.ctx, drot);
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
+                                               view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
+      ops::rope_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, tail, probs, in);  // recompute the probabilities
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, din, dprobs, dout, in, probs);
+      // recompute the probabilities
+      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),
+                                              view<B * S, qkv_width>(f, in));
+      ops::attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
+                                               view<B * S, out_width>(f, dout), view<B * S, qkv_width>(f, in),
+                                               view<B, H, S, S>(f, probs));
     }
   }
 };

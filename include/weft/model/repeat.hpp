@@ -86,7 +86,7 @@ struct repeat {
       T* g_in = din;
       if (k > 0) {
         g_in = f.scratch + (k % 2) * rows * in_width;
-        ops::zero(f.ctx, g_in, rows * in_width);
+        ops::zero(f.ctx, view<rows, in_width>(f, g_in));
       }
       F cf = f.child(k * Block::param_count, k * kb, pingpong<B, S>);
       window.params(cf, Block::param_count, k > 0 ? cf.poff - Block::param_count : npos_param);

@@ -36,12 +36,13 @@ struct residual {
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     Inner::forward(f, in, out);                             // (rows, width)
-    ops::residual_forward<F::rows * in_width>(f.ctx, out, out, in);  // out += in
+    const auto y = view<F::rows, in_width>(f, out);
+    ops::residual_forward<F::rows * in_width>(f.ctx, y, y, view<F::rows, in_width>(f, in));  // out += in
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::accumulate(f.ctx, din, dout, F::rows * in_width);  // the skip path
+    ops::accumulate(f.ctx, view<F::rows, in_width>(f, din), view<F::rows, in_width>(f, dout));  // the skip path
     Inner::backward(f, in, dout, din);                      // the inner path
   }
 };

@@ -25,12 +25,16 @@ struct rmsnorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, 
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::rmsnorm_forward<F::rows, C>(f.ctx, out, norm_stats(f.kept), in, f.params);
+    constexpr std::size_t N = F::rows;
+    ops::rmsnorm_forward<N, C>(f.ctx, view<N, C>(f, out), view<N>(f, norm_stats(f.kept)), view<N, C>(f, in),
+                               view<C>(f, f.params));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::rmsnorm_backward<F::rows, C>(f.ctx, din, f.grads, dout, in, f.params, norm_stats(f.kept));
+    constexpr std::size_t N = F::rows;
+    ops::rmsnorm_backward<N, C>(f.ctx, view<N, C>(f, din), view<C>(f, f.grads), view<N, C>(f, dout), view<N, C>(f, in),
+                                view<C>(f, f.params), view<N>(f, norm_stats(f.kept)));
   }
 };
 

@@ -150,7 +150,7 @@ struct sequential {
     T* g_in = din;
     if constexpr (K > 0) {
       g_in = f.scratch + (K % 2) * rows * max_inner_width;
-      ops::zero(f.ctx, g_in, rows * in_widths[K]);
+      ops::zero(f.ctx, view<rows, in_widths[K]>(f, g_in));
     }
     const F cf = child_frame(f, K);
     child<K>::backward(cf, x_in, g_out, g_in);

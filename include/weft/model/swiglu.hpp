@@ -19,12 +19,13 @@ struct swiglu : stateless_layer {
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
-    ops::swiglu_forward<F::rows, H>(f.ctx, out, in);
+    ops::swiglu_forward<F::rows, H>(f.ctx, view<F::rows, H>(f, out), view<F::rows, 2 * H>(f, in));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
                        typename F::value_type* din) {
-    ops::swiglu_backward<F::rows, H>(f.ctx, din, in, dout);
+    ops::swiglu_backward<F::rows, H>(f.ctx, view<F::rows, 2 * H>(f, din), view<F::rows, 2 * H>(f, in),
+                                     view<F::rows, H>(f, dout));
   }
 };
 

@@ -19,11 +19,12 @@
 #include "weft/model/linear.hpp"          // packed, detail::linear_params
 #include "weft/model/lm_head.hpp"         // tied, untied, detail::lm_head_params, detail::tied_offset
 #include "weft/model/positional_embedding.hpp"  // positional_embedding (its parameters)
-#include "weft/ops/accumulate.hpp"        // accumulate, accumulate_rows
+#include "weft/ops/accumulate.hpp"        // accumulate
 #include "weft/ops/copy.hpp"              // copy
 #include "weft/ops/embedding.hpp"         // positional_forward/backward
 #include "weft/ops/fill.hpp"              // zero
 #include "weft/ops/matmul.hpp"            // matmul_forward/backward, bias_backward
+#include "weft/ops/views.hpp"             // packed_view, none
 #include "weft/ops/vocab_slice.hpp"       // embedding_slice_*, vocab_slice_* (the vocabulary-parallel halves)
 
 #include <algorithm>
@@ -56,13 +57,15 @@ tp_group& tp_of(const F& f, const char* layer) {
 /// `tmp`: TP·B·SL·W elements (unused when B == 1).
 template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class Ctx, class T>
 void sp_all_gather(const Ctx& ctx, tp_group& g, const T* slice, T* whole, T* tmp) {
+  using S = context_space_t<Ctx>;
   constexpr std::size_t n = B * SL * W, run = SL * W;
   if constexpr (B == 1) {
     g.all_gather(slice, whole, n);
   } else {
     g.all_gather(slice, tmp, n);  // (tp, batch, seq/tp, width)
     for (std::size_t r = 0; r < TP; ++r)
-      for (std::size_t b = 0; b < B; ++b) ops::copy(ctx, whole + (b * TP + r) * run, tmp + (r * B + b) * run, run);
+      for (std::size_t b = 0; b < B; ++b)  // (seq/tp, width) runs
+        ops::copy(ctx, packed_view<S, SL, W>(whole + (b * TP + r) * run), packed_view<S, SL, W>(tmp + (r * B + b) * run));
   }
 }
 
@@ -70,12 +73,14 @@ void sp_all_gather(const Ctx& ctx, tp_group& g, const T* slice, T* whole, T* tmp
 /// their sum. `tmp`: TP·B·SL·W elements (unused when B == 1).
 template <std::size_t TP, std::size_t B, std::size_t SL, std::size_t W, class Ctx, class T>
 void sp_reduce_scatter(const Ctx& ctx, tp_group& g, const T* whole, T* slice, T* tmp) {
+  using S = context_space_t<Ctx>;
   constexpr std::size_t n = B * SL * W, run = SL * W;
   if constexpr (B == 1) {
     g.reduce_scatter_sum(whole, slice, n);
   } else {
     for (std::size_t r = 0; r < TP; ++r)
-      for (std::size_t b = 0; b < B; ++b) ops::copy(ctx, tmp + (r * B + b) * run, whole + (b * TP + r) * run, run);
+      for (std::size_t b = 0; b < B; ++b)  // (seq/tp, width) runs
+        ops::copy(ctx, packed_view<S, SL, W>(tmp + (r * B + b) * run), packed_view<S, SL, W>(whole + (b * TP + r) * run));
     g.reduce_scatter_sum(tmp, slice, n);  // from (tp, batch, seq/tp, width)
   }
 }
@@ -157,7 +162,13 @@ struct column_parallel_linear : leaf_layer<detail::linear_params<In, Out / TP, r
                                                                   f.scratch);
       x = f.kept;
     }
-    ops::matmul_forward<N, In, out_local>(f.ctx, out, x, f.params, Bias ? f.params + In * out_local : nullptr);
+    const auto y = view<N, out_local>(f, out);
+    const auto xv = view<N, In>(f, x);
+    const auto w = linear_weight<In, out_local>(f, f.params);  // (In, Out/TP) view of the (Out/TP, In) weight
+    if constexpr (Bias)
+      ops::matmul_forward<N, In, out_local>(f.ctx, y, xv, w, view<out_local>(f, f.params + In * out_local));
+    else
+      ops::matmul_forward<N, In, out_local>(f.ctx, y, xv, w, ops::none);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
@@ -167,18 +178,26 @@ struct column_parallel_linear : leaf_layer<detail::linear_params<In, Out / TP, r
     const T* x = SP ? f.kept : in;
     // This rank's share of the input gradient, apart: din may already hold other paths' gradients.
     T* dx = din ? f.scratch : nullptr;  // (batch, seq, in)
-    if (dx) ops::zero(f.ctx, dx, N * In);
-    ops::matmul_backward<N, In, out_local>(f.ctx, dx, f.grads, (Bias && f.grads) ? f.grads + In * out_local : nullptr, dout,
-                                                  x, f.params);
+    const auto dxv = view<N, In>(f, dx);  // a null dx: the input needs no gradient
+    if (dx) ops::zero(f.ctx, dxv);
+    const auto dw = linear_weight<In, out_local>(f, f.grads);
+    const auto dy = view<N, out_local>(f, dout);
+    const auto xv = view<N, In>(f, x);
+    const auto w = linear_weight<In, out_local>(f, f.params);
+    if constexpr (Bias)
+      ops::matmul_backward<N, In, out_local>(f.ctx, dxv, dw, view<out_local>(f, f.grads ? f.grads + In * out_local : nullptr),
+                                             dy, xv, w);
+    else
+      ops::matmul_backward<N, In, out_local>(f.ctx, dxv, dw, ops::none, dy, xv, w);
     if (!din) return;
     tp_group& g = detail::tp_of<TP>(f, "column_parallel_linear");
     if constexpr (SP) {
       T* slice = f.scratch + 2 * N * In;  // (batch, seq/tp, in)
       detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, In>(f.ctx, g, dx, slice, f.scratch + N * In);
-      ops::accumulate(f.ctx, din, slice, N / TP * In);
+      ops::accumulate(f.ctx, view<N / TP, In>(f, din), view<N / TP, In>(f, slice));
     } else {
       g.all_reduce_sum(dx, N * In);
-      ops::accumulate(f.ctx, din, dx, N * In);
+      ops::accumulate(f.ctx, view<N, In>(f, din), dxv);
     }
   }
 };
@@ -208,20 +227,20 @@ struct row_parallel_linear : leaf_layer<detail::linear_params<In / TP, Out, role
     using T = typename F::value_type;
     constexpr std::size_t N = F::rows;
     tp_group& g = detail::tp_of<TP>(f, "row_parallel_linear");
-    std::size_t rows_out = N;
+    const auto x = view<N, in_local>(f, in);
+    const auto w = linear_weight<in_local, Out>(f, f.params);  // (In/TP, Out) view of the (Out, In/TP) weight
     if constexpr (SP) {
       static_assert(diag::divisible<F::seq, TP>, "weft::tensor_parallel: with sequence_parallel, seq<S> must be divisible by tp (each rank keeps S/tp positions). Choose seq<S> divisible by tp, or drop sequence_parallel.");
       T* partial = f.scratch;  // (batch, seq, out)
-      ops::matmul_forward<N, in_local, Out>(f.ctx, partial, in, f.params, nullptr);
+      ops::matmul_forward<N, in_local, Out>(f.ctx, view<N, Out>(f, partial), x, w, ops::none);
       detail::sp_reduce_scatter<TP, F::batch, F::seq / TP, Out>(f.ctx, g, partial, out, f.scratch + N * Out);
-      rows_out = N / TP;
     } else {
-      ops::matmul_forward<N, in_local, Out>(f.ctx, out, in, f.params, nullptr);
+      ops::matmul_forward<N, in_local, Out>(f.ctx, view<N, Out>(f, out), x, w, ops::none);
       g.all_reduce_sum(out, N * Out);
     }
     if constexpr (Bias) {
-      const T* bias = f.params + in_local * Out;  // (out)
-      ops::accumulate_rows(f.ctx, out, bias, rows_out, Out);  // every row += bias
+      constexpr std::size_t rows_out = SP ? N / TP : N;  // rows of out: SP, this rank's sequence slice
+      ops::accumulate_rows<rows_out, Out>(f.ctx, view<rows_out, Out>(f, out), view<Out>(f, f.params + in_local * Out));
     }
   }
   template <class F>
@@ -230,14 +249,22 @@ struct row_parallel_linear : leaf_layer<detail::linear_params<In / TP, Out, role
     using T = typename F::value_type;
     constexpr std::size_t N = F::rows;
     T* dbias = (Bias && f.grads) ? f.grads + in_local * Out : nullptr;
+    const auto dx = view<N, in_local>(f, din);  // a null din: the input needs no gradient
+    const auto dw = linear_weight<in_local, Out>(f, f.grads);
+    const auto x = view<N, in_local>(f, in);
+    const auto w = linear_weight<in_local, Out>(f, f.params);
     if constexpr (SP) {
       T* dy = f.scratch;  // (batch, seq, out)
       detail::sp_all_gather<TP, F::batch, F::seq / TP, Out>(f.ctx, detail::tp_of<TP>(f, "row_parallel_linear"), dout, dy,
                                                                    f.scratch + N * Out);
-      ops::matmul_backward<N, in_local, Out>(f.ctx, din, f.grads, nullptr, dy, in, f.params);
-      if (dbias) ops::bias_backward<N / TP, Out>(f.ctx, dbias, dout);  // this rank's slice
+      ops::matmul_backward<N, in_local, Out>(f.ctx, dx, dw, ops::none, view<N, Out>(f, dy), x, w);
+      if (dbias) ops::bias_backward<N / TP, Out>(f.ctx, view<Out>(f, dbias), view<N / TP, Out>(f, dout));  // this rank's slice
     } else {
-      ops::matmul_backward<N, in_local, Out>(f.ctx, din, f.grads, dbias, dout, in, f.params);
+      const auto dy = view<N, Out>(f, dout);
+      if constexpr (Bias)
+        ops::matmul_backward<N, in_local, Out>(f.ctx, dx, dw, view<Out>(f, dbias), dy, x, w);  // a null dbias: no gradient
+      else
+        ops::matmul_backward<N, in_local, Out>(f.ctx, dx, dw, ops::none, dy, x, w);
     }
   }
 };
@@ -268,7 +295,8 @@ struct vocab_parallel_embedding
     tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_embedding");
     const std::size_t lo = static_cast<std::size_t>(g.rank()) * vocab_local;
     T* partial = SP ? f.scratch : out;  // (batch, seq, width)
-    ops::embedding_slice_forward<N, vocab_local, C>(f.ctx, partial, f.tokens, f.params, lo);  // zeros off the slice
+    ops::embedding_slice_forward<N, vocab_local, C>(f.ctx, view<N, C>(f, partial), view<N>(f, f.tokens),
+                                                    view<vocab_local, C>(f, f.params), lo);  // zeros off the slice
     if constexpr (SP) detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(f.ctx, g, partial, out, f.scratch + N * C);
     else g.all_reduce_sum(out, N * C);
   }
@@ -285,7 +313,8 @@ struct vocab_parallel_embedding
       detail::sp_all_gather<TP, F::batch, F::seq, C>(f.ctx, g, dout, f.scratch, f.scratch + N * C);
       dy = f.scratch;
     }
-    ops::embedding_slice_backward<N, vocab_local, C>(f.ctx, f.grads, dy, f.tokens, lo);
+    ops::embedding_slice_backward<N, vocab_local, C>(f.ctx, view<vocab_local, C>(f, f.grads), view<N, C>(f, dy),
+                                                     view<N>(f, f.tokens), lo);
   }
 };
 
@@ -308,15 +337,18 @@ struct sequence_parallel_positional : leaf_layer<typename positional_embedding<C
     constexpr bool fits = diag::at_most<F::seq * TP, Context>;
     static_assert(fits, "weft::positional_embedding: the sequence is longer than the context. Raise context<N> or shorten seq<N>.");
     const std::size_t first = static_cast<std::size_t>(detail::tp_of<TP>(f, "sequence_parallel_positional").rank()) * F::seq;
-    if (out != in) ops::copy(f.ctx, out, in, F::rows * C);
-    ops::positional_forward<F::batch, F::seq, C>(f.ctx, out, f.params + first * C);  // (batch, seq/tp, width) += its rows
+    const auto y = view<F::rows, C>(f, out);
+    if (out != in) ops::copy(f.ctx, y, view<F::rows, C>(f, in));
+    // (batch, seq/tp, width) += its rows, (seq/tp, width) of the (context, width) table
+    ops::positional_forward<F::batch, F::seq, C>(f.ctx, y, view<F::seq, C>(f, f.params + first * C));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
                        typename F::value_type* din) {
     const std::size_t first = static_cast<std::size_t>(detail::tp_of<TP>(f, "sequence_parallel_positional").rank()) * F::seq;
-    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.ctx, f.grads + first * C, dout);
-    ops::accumulate(f.ctx, din, dout, F::rows * C);
+    const auto dy = view<F::rows, C>(f, dout);
+    if (f.grads) ops::positional_backward<F::batch, F::seq, C>(f.ctx, view<F::seq, C>(f, f.grads + first * C), dy);
+    ops::accumulate(f.ctx, view<F::rows, C>(f, din), dy);
   }
 };
 
@@ -359,7 +391,9 @@ struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie
       detail::sp_all_gather<TP, F::batch, F::seq, C>(f.ctx, detail::tp_of<TP>(f, "vocab_parallel_lm_head"), in, f.kept, f.scratch);
       x = f.kept;
     }
-    ops::matmul_forward<N, C, vocab_local>(f.ctx, out, x, weight(f), nullptr);  // (batch, seq, vocab/tp)
+    // (batch, seq, vocab/tp) = (batch, seq, width) · Wᵀ, W stored (vocab/tp, width)
+    ops::matmul_forward<N, C, vocab_local>(f.ctx, view<N, vocab_local>(f, out), view<N, C>(f, x),
+                                           linear_weight<C, vocab_local>(f, weight(f)), ops::none);
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
@@ -368,17 +402,20 @@ struct vocab_parallel_lm_head : leaf_layer<detail::lm_head_params<V / TP, C, Tie
     constexpr std::size_t N = F::rows * (SP ? TP : 1);
     const T* x = SP ? f.kept : in;
     T* dx = din ? f.scratch : nullptr;  // (batch, seq, width)
-    if (dx) ops::zero(f.ctx, dx, N * C);
-    ops::matmul_backward<N, C, vocab_local>(f.ctx, dx, weight_grad(f), nullptr, dout, x, weight(f));
+    const auto dxv = view<N, C>(f, dx);  // a null dx: the input needs no gradient
+    if (dx) ops::zero(f.ctx, dxv);
+    ops::matmul_backward<N, C, vocab_local>(f.ctx, dxv, linear_weight<C, vocab_local>(f, weight_grad(f)), ops::none,
+                                            view<N, vocab_local>(f, dout), view<N, C>(f, x),
+                                            linear_weight<C, vocab_local>(f, weight(f)));
     if (!din) return;
     tp_group& g = detail::tp_of<TP>(f, "vocab_parallel_lm_head");
     if constexpr (SP) {
       T* slice = f.scratch + 2 * N * C;  // (batch, seq/tp, width)
       detail::sp_reduce_scatter<TP, F::batch, F::seq, C>(f.ctx, g, dx, slice, f.scratch + N * C);
-      ops::accumulate(f.ctx, din, slice, F::rows * C);
+      ops::accumulate(f.ctx, view<F::rows, C>(f, din), view<F::rows, C>(f, slice));
     } else {
       g.all_reduce_sum(dx, N * C);
-      ops::accumulate(f.ctx, din, dx, N * C);
+      ops::accumulate(f.ctx, view<N, C>(f, din), dxv);
     }
   }
 };
@@ -395,11 +432,14 @@ namespace detail {
 template <std::size_t N, std::size_t VL, class Ctx, class T>
 void vocab_parallel_statistics(const Ctx& ctx, tp_group& g, const T* logits, const std::int32_t* targets,
                                std::size_t lo, double* work) {
+  using S = context_space_t<Ctx>;
   double* mx = work;        // (N)
   double* sums = work + N;  // (N, 2): sum of exps, target logit
-  ops::vocab_slice_row_max<N, VL>(ctx, mx, logits);
+  const auto z = packed_view<S, N, VL>(logits);
+  ops::vocab_slice_row_max<N, VL>(ctx, packed_view<S, N>(mx), z);
   g.all_reduce_max(mx, N);
-  ops::vocab_slice_sum_exp<N, VL>(ctx, sums, logits, targets, lo, mx);
+  ops::vocab_slice_sum_exp<N, VL>(ctx, packed_view<S, N, 2>(sums), z, packed_view<S, N>(targets), lo,
+                                  packed_view<S, N>(mx));
   g.all_reduce_sum(sums, 2 * N);
 }
 }  // namespace detail
@@ -416,7 +456,10 @@ void vocab_parallel_cross_entropy_forward_backward(const Ctx& ctx, tp_group& g, 
                                                    std::type_identity_t<ops::compute_t<T>> dloss, double* work) {
   const std::size_t lo = static_cast<std::size_t>(g.rank()) * VL;
   detail::vocab_parallel_statistics<N, VL>(ctx, g, logits_to_dlogits, targets, lo, work);
-  ops::vocab_slice_cross_entropy_backward<N, VL>(ctx, losses, logits_to_dlogits, targets, lo, dloss, work);
+  using S = context_space_t<Ctx>;
+  ops::vocab_slice_cross_entropy_backward<N, VL>(ctx, packed_view<S, N>(losses), packed_view<S, N, VL>(logits_to_dlogits),
+                                                 packed_view<S, N>(targets), lo, dloss,
+                                                 packed_view<S, vocab_parallel_cross_entropy_work<N>>(work));
 }
 
 /// Evaluation form: losses(N) only, logits untouched.
@@ -424,7 +467,9 @@ template <std::size_t N, std::size_t VL, class Ctx, class T, class L>
 void vocab_parallel_cross_entropy_forward(const Ctx& ctx, tp_group& g, L* losses, const T* logits,
                                           const std::int32_t* targets, double* work) {
   detail::vocab_parallel_statistics<N, VL>(ctx, g, logits, targets, static_cast<std::size_t>(g.rank()) * VL, work);
-  ops::vocab_slice_cross_entropy_loss<N, VL>(ctx, losses, targets, work);
+  using S = context_space_t<Ctx>;
+  ops::vocab_slice_cross_entropy_loss<N, VL>(ctx, packed_view<S, N>(losses), packed_view<S, N>(targets),
+                                             packed_view<S, vocab_parallel_cross_entropy_work<N>>(work));
 }
 
 }  // namespace weft

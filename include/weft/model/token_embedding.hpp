@@ -22,12 +22,15 @@ struct token_embedding
 
   template <class F>
   static void forward(const F& f, const typename F::value_type* /*in*/, typename F::value_type* out) {
-    ops::embedding_forward<F::rows, V, C>(f.ctx, out, f.tokens, f.params);  // (batch, seq, width)
+    ops::embedding_forward<F::rows, V, C>(f.ctx, view<F::rows, C>(f, out), view<F::rows>(f, f.tokens),
+                                          view<V, C>(f, f.params));  // (batch, seq, width)
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
                        typename F::value_type* /*din*/) {
-    if (f.grads) ops::embedding_backward<F::rows, V, C>(f.ctx, f.grads, dout, f.tokens);
+    if (f.grads)
+      ops::embedding_backward<F::rows, V, C>(f.ctx, view<V, C>(f, f.grads), view<F::rows, C>(f, dout),
+                                             view<F::rows>(f, f.tokens));
   }
 };
 

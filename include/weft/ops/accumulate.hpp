@@ -12,7 +12,9 @@
 namespace weft::ops {
 
 /// y(n) += x(n); with alpha, y(n) += alpha * x(n). y and x must not overlap.
-struct accumulate_op {};
+struct accumulate_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<accumulate_op> accumulate{};
 template <host_element T>
 void op_impl(accumulate_op, const host_context&, T* y, const std::type_identity_t<T>* x, std::size_t n) {
@@ -26,16 +28,19 @@ void op_impl(accumulate_op, const host_context&, T* y, const std::type_identity_
   for (std::size_t i = 0; i < n; ++i) y[i] = T(compute_t<T>(y[i]) + compute_t<T>(alpha) * compute_t<T>(x[i]));
 }
 
-/// y(rows, n) += x(n) for every row: a bias added to each token's row.
-struct accumulate_rows_op {};
-inline constexpr op_fn<accumulate_rows_op> accumulate_rows{};
-template <host_element T>
-void op_impl(accumulate_rows_op, const host_context&, T* y, const std::type_identity_t<T>* x, std::size_t rows,
-             std::size_t n) {
-  for (std::size_t r = 0; r < rows; ++r) {
-    T* yr = y + r * n;  // (n)
+/// y(Rows, N) += x(N) for every row: a bias added to each token's row.
+template <std::size_t Rows, std::size_t N>
+struct accumulate_rows_op {
+  using signature = ops::signature<args::out<Rows, N>, args::in<N>>;
+};
+template <std::size_t Rows, std::size_t N>
+inline constexpr op_fn<accumulate_rows_op<Rows, N>> accumulate_rows{};
+template <std::size_t Rows, std::size_t N, host_element T>
+void op_impl(accumulate_rows_op<Rows, N>, const host_context&, T* y, const std::type_identity_t<T>* x) {
+  for (std::size_t r = 0; r < Rows; ++r) {
+    T* yr = y + r * N;  // (N)
 #pragma omp simd
-    for (std::size_t i = 0; i < n; ++i) yr[i] += x[i];
+    for (std::size_t i = 0; i < N; ++i) yr[i] += x[i];
   }
 }
 

@@ -41,7 +41,9 @@ inline F adamw_element(P p, G g_in, M& m, M& v, F b1, F b2, F lr_t, F eps_t, F w
 /// The parameter, gradient and moment types may differ (bf16 gradients into f32 master
 /// weights and moments, say); the update is computed in compute_t of the parameter type
 /// (float for bf16) and each stored value is rounded once.
-struct adamw_step_op {};
+struct adamw_step_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<adamw_step_op> adamw_step{};
 template <host_element P, host_element G, host_element M>
 void op_impl(adamw_step_op, const host_context&, P* param, const G* grad, M* m, std::type_identity_t<M>* v,

@@ -246,7 +246,9 @@ inline constexpr std::size_t attention_scratch_v = B * H * S * S;
 /// out (B, S, H*D) is overwritten; att (B, H, S, S) receives the softmax probabilities (kept for
 /// backward; entries above the diagonal are 0); qkv is (B, S, (H + 2*KVH) * D) as described above.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
-struct attention_forward_op {};
+struct attention_forward_op {
+  using signature = ops::signature<args::out<B * S, H * D>, args::out<B * H * S * S>, args::in<B * S, (H + 2 * KVH) * D>>;
+};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 inline constexpr op_fn<attention_forward_op<B, S, H, KVH, D>> attention_forward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
@@ -293,7 +295,9 @@ void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out,
 /// the gradient of the pre-softmax scores (B, H, S, S), 0 above the diagonal.
 /// att is the forward's kept probabilities for the same qkv.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
-struct attention_backward_op {};
+struct attention_backward_op {
+  using signature = ops::signature<args::out<B * S, (H + 2 * KVH) * D>, args::out<B * H * S * S>, args::in<B * S, H * D>, args::in<B * S, (H + 2 * KVH) * D>, args::in<B * H * S * S>>;
+};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 inline constexpr op_fn<attention_backward_op<B, S, H, KVH, D>> attention_backward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>

@@ -11,7 +11,9 @@ namespace weft::ops {
 
 /// dst(n) = Dst(src(n)). The two must not overlap. Both are host element types (float,
 /// double, bf16; long double only to and from the built-in floating types).
-struct cast_op {};
+struct cast_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<cast_op> cast{};
 template <host_element Dst, host_element Src>
   requires requires(Src s) { static_cast<Dst>(s); }

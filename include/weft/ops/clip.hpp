@@ -11,7 +11,9 @@ namespace weft::ops {
 
 /// g(n) *= max_norm / norm when norm > max_norm; nothing when max_norm <= 0 (clipping off) or
 /// the norm is within it (or NaN). The factor is computed in double and rounded to T once.
-struct clip_op {};
+struct clip_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<clip_op> clip{};
 template <host_element T>
 void op_impl(clip_op, const host_context&, T* g, std::size_t n, double norm, double max_norm) {

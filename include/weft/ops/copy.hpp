@@ -11,7 +11,9 @@
 namespace weft::ops {
 
 /// dst(n) = src(n). The two must not overlap.
-struct copy_op {};
+struct copy_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<copy_op> copy{};
 template <class T>
   requires std::is_trivially_copyable_v<T>

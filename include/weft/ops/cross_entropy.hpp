@@ -44,7 +44,9 @@ void row_max_sum_exp(const T* z, compute_t<T>& max_out, acc_t<T>& sum_out) {
 /// overwritten (not accumulated) with dloss * (softmax - onehot(target)). Rows whose target
 /// is negative get loss 0 and a zero gradient. Non-negative targets must be < V.
 template <std::size_t N, std::size_t V>
-struct softmax_cross_entropy_forward_backward_op {};
+struct softmax_cross_entropy_forward_backward_op {
+  using signature = ops::signature<args::out<N>, args::out<N, V>, args::in<N>, args::value>;
+};
 template <std::size_t N, std::size_t V>
 inline constexpr op_fn<softmax_cross_entropy_forward_backward_op<N, V>> softmax_cross_entropy_forward_backward{};
 template <std::size_t N, std::size_t V, host_element T, host_element L>
@@ -85,7 +87,9 @@ void op_impl(softmax_cross_entropy_forward_backward_op<N, V>, const host_context
 
 /// Evaluation form: losses(N) only, logits(N, V) untouched. Negative targets give loss 0.
 template <std::size_t N, std::size_t V>
-struct softmax_cross_entropy_forward_op {};
+struct softmax_cross_entropy_forward_op {
+  using signature = ops::signature<args::out<N>, args::in<N, V>, args::in<N>>;
+};
 template <std::size_t N, std::size_t V>
 inline constexpr op_fn<softmax_cross_entropy_forward_op<N, V>> softmax_cross_entropy_forward{};
 template <std::size_t N, std::size_t V, host_element T, host_element L>

@@ -17,7 +17,9 @@ namespace weft::ops {
 
 /// out(N, C) = table(V, C)[idx(N)]. Every idx must lie in [0, V). Overwrites out.
 template <std::size_t N, std::size_t V, std::size_t C>
-struct embedding_forward_op {};
+struct embedding_forward_op {
+  using signature = ops::signature<args::out<N, C>, args::in<N>, args::in<V, C>>;
+};
 template <std::size_t N, std::size_t V, std::size_t C>
 inline constexpr op_fn<embedding_forward_op<N, V, C>> embedding_forward{};
 template <std::size_t N, std::size_t V, std::size_t C, host_element T>
@@ -33,7 +35,9 @@ void op_impl(embedding_forward_op<N, V, C>, const host_context&, T* out, const s
 
 /// Backward of embedding_forward. Accumulates dtable[idx[n]] += dout[n] (rows of C).
 template <std::size_t N, std::size_t V, std::size_t C>
-struct embedding_backward_op {};
+struct embedding_backward_op {
+  using signature = ops::signature<args::out<V, C>, args::in<N, C>, args::in<N>>;
+};
 template <std::size_t N, std::size_t V, std::size_t C>
 inline constexpr op_fn<embedding_backward_op<N, V, C>> embedding_backward{};
 template <std::size_t N, std::size_t V, std::size_t C, host_element T>
@@ -56,7 +60,9 @@ void op_impl(embedding_backward_op<N, V, C>, const host_context&, T* dtable, con
 /// out(B, S, C) += wpe(S_max >= S, C)[s] for each batch row b. Adds onto out (the token
 /// embeddings written by embedding_forward).
 template <std::size_t B, std::size_t S, std::size_t C>
-struct positional_forward_op {};
+struct positional_forward_op {
+  using signature = ops::signature<args::out<B * S, C>, args::in<S, C>>;
+};
 template <std::size_t B, std::size_t S, std::size_t C>
 inline constexpr op_fn<positional_forward_op<B, S, C>> positional_forward{};
 template <std::size_t B, std::size_t S, std::size_t C, host_element T>
@@ -74,7 +80,9 @@ void op_impl(positional_forward_op<B, S, C>, const host_context&, T* out, const 
 /// Backward of positional_forward. Accumulates dwpe[s] += sum over b of dout[b, s]; only the
 /// first S rows of dwpe are touched.
 template <std::size_t B, std::size_t S, std::size_t C>
-struct positional_backward_op {};
+struct positional_backward_op {
+  using signature = ops::signature<args::out<S, C>, args::in<B * S, C>>;
+};
 template <std::size_t B, std::size_t S, std::size_t C>
 inline constexpr op_fn<positional_backward_op<B, S, C>> positional_backward{};
 template <std::size_t B, std::size_t S, std::size_t C, host_element T>

@@ -13,7 +13,9 @@
 namespace weft::ops {
 
 /// x(n) = value. Any trivially copyable element type (token ids too).
-struct fill_op {};
+struct fill_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<fill_op> fill{};
 template <class T>
   requires std::is_trivially_copyable_v<T>
@@ -22,7 +24,9 @@ void op_impl(fill_op, const host_context&, T* x, std::size_t n, std::type_identi
 }
 
 /// x(n) = 0.
-struct zero_op {};
+struct zero_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<zero_op> zero{};
 template <class T>
   requires std::is_trivially_copyable_v<T>

@@ -19,7 +19,9 @@ inline constexpr long double gelu_c = 0.044715L;
 
 /// out(N) = gelu(inp(N)), elementwise. Overwrites out (may alias inp).
 template <std::size_t N>
-struct gelu_forward_op {};
+struct gelu_forward_op {
+  using signature = ops::signature<args::out<N>, args::in<N>>;
+};
 template <std::size_t N>
 inline constexpr op_fn<gelu_forward_op<N>> gelu_forward{};
 template <std::size_t N, host_element T>
@@ -36,7 +38,9 @@ void op_impl(gelu_forward_op<N>, const host_context&, T* out, const T* inp) {
 
 /// Backward of gelu_forward. Accumulates dinp(N) += gelu'(inp) * dout.
 template <std::size_t N>
-struct gelu_backward_op {};
+struct gelu_backward_op {
+  using signature = ops::signature<args::out<N>, args::in<N>, args::in<N>>;
+};
 template <std::size_t N>
 inline constexpr op_fn<gelu_backward_op<N>> gelu_backward{};
 template <std::size_t N, host_element T>

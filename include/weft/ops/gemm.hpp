@@ -10,14 +10,16 @@
 //   auto w = make_tensor<shape<axis<"in", C>, axis<"out", OC>>, column_major>(weight);  // weight(OC, C)
 //   ops::gemm(ctx, out_view, in_view, w);                                               // in · weight^T
 // The sizes, the transposes and the leading dimensions are compile-time facts of the types;
-// extents that disagree, a view of C that is not row-major, or an operand with no contiguous
-// mode is a compile error that names the problem. The memory space is in the type too: this
+// extents that disagree, or an operand with no contiguous mode, is a compile error that names the
+// problem. A column-major C (a gradient kept in the layout of a weight stored transposed) is
+// computed as its transpose, C^T = B^T · A^T. The memory space is in the type too: this
 // body takes host views under the host context; a backend adds its own body for its views.
 // Element types: those detail::gemm runs (float and double through CBLAS, bf16/f16 with float
 // accumulation, any host element through the portable loops).
 #include "weft/ops/detail/gemm.hpp"   // detail::gemm
 #include "weft/ops/host_element.hpp"  // host_element
 #include "weft/ops/op.hpp"            // op_fn, host_context
+#include "weft/ops/views.hpp"       // transpose
 #include "weft/tensor/tensor.hpp"     // tensor, tensor_like, host_space
 
 #include <climits>
@@ -57,8 +59,9 @@ constexpr bool gemm_view_checks() {
   static_assert(a::rows == c::rows && b::cols == c::cols && a::cols == b::rows,
                 "weft::ops::gemm: the extents do not chain: C(M, N) = A(M, K) · B(K, N). Pass views whose extents match "
                 "(a weight stored (out, in) is read as a column-major (in, out) view).");
-  static_assert(c::row_major, "weft::ops::gemm: C must be a row-major view (its second mode contiguous). Write the "
-                              "transposed product instead: C^T = B^T · A^T.");
+  static_assert(c::row_major || c::column_major,
+                "weft::ops::gemm: C has no contiguous mode. Pass a row-major or a column-major view of C (accumulate "
+                "into a dense copy first).");
   static_assert(a::row_major || a::column_major,
                 "weft::ops::gemm: A has no contiguous mode. Pass a row-major or a column-major view (copy a strided one "
                 "first).");
@@ -89,10 +92,16 @@ void op_impl(gemm_op, const host_context&, tensor<T, MC, host_space> c, tensor<T
   using B = decltype(b);
   static_assert(detail::gemm_view_checks<C, A, B>());
   using oc = detail::gemm_operand<C>;
-  using oa = detail::gemm_operand<A>;
-  using ob = detail::gemm_operand<B>;
-  detail::gemm<T>(oa::transposed, ob::transposed, oc::rows, oc::cols, oa::cols, alpha, a.data(), oa::ld, b.data(),
-                  ob::ld, beta, c.data(), oc::ld);
+  if constexpr (!oc::row_major) {
+    // A column-major C is the transpose of a row-major one: C^T = B^T · A^T (a gradient kept in
+    // the layout of a weight stored transposed).
+    op_impl(gemm_op{}, host_context{}, transpose(c), transpose(b), transpose(a), alpha, beta);
+  } else {
+    using oa = detail::gemm_operand<A>;
+    using ob = detail::gemm_operand<B>;
+    detail::gemm<T>(oa::transposed, ob::transposed, oc::rows, oc::cols, oa::cols, alpha, a.data(), oa::ld, b.data(),
+                    ob::ld, beta, c.data(), oc::ld);
+  }
 }
 
 }  // namespace weft::ops

@@ -17,7 +17,9 @@ namespace weft::ops {
 /// out(R, OC) = inp(R, C) · weight[e](OC, C)ᵀ for the rows of group e, with offsets(E + 1)
 /// ascending from 0 to R. Overwrites out.
 template <std::size_t R, std::size_t C, std::size_t OC, std::size_t E>
-struct grouped_matmul_forward_op {};
+struct grouped_matmul_forward_op {
+  using signature = ops::signature<args::out<R, OC>, args::in<R, C>, args::in<E, OC, C>, args::in<E + 1>>;
+};
 template <std::size_t R, std::size_t C, std::size_t OC, std::size_t E>
 inline constexpr op_fn<grouped_matmul_forward_op<R, C, OC, E>> grouped_matmul_forward{};
 template <std::size_t R, std::size_t C, std::size_t OC, std::size_t E, host_element T>
@@ -33,7 +35,9 @@ void op_impl(grouped_matmul_forward_op<R, C, OC, E>, const host_context&, T* out
 
 /// Backward of grouped_matmul_forward. Accumulates dinp(R, C) (nullable) and dweight(E, OC, C).
 template <std::size_t R, std::size_t C, std::size_t OC, std::size_t E>
-struct grouped_matmul_backward_op {};
+struct grouped_matmul_backward_op {
+  using signature = ops::signature<args::out_opt<R, C>, args::out<E, OC, C>, args::in<R, OC>, args::in<R, C>, args::in<E, OC, C>, args::in<E + 1>>;
+};
 template <std::size_t R, std::size_t C, std::size_t OC, std::size_t E>
 inline constexpr op_fn<grouped_matmul_backward_op<R, C, OC, E>> grouped_matmul_backward{};
 template <std::size_t R, std::size_t C, std::size_t OC, std::size_t E, host_element T>

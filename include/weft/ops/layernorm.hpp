@@ -21,7 +21,9 @@ inline constexpr double layernorm_eps = 1e-5;
 /// out(N, C) = normalised inp * weight(C) + bias(C); writes the row statistics mean(N) and
 /// rstd(N) that layernorm_backward needs. Overwrites out, mean, rstd.
 template <std::size_t N, std::size_t C>
-struct layernorm_forward_op {};
+struct layernorm_forward_op {
+  using signature = ops::signature<args::out<N, C>, args::out<N>, args::out<N>, args::in<N, C>, args::in<C>, args::in<C>>;
+};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<layernorm_forward_op<N, C>> layernorm_forward{};
 template <std::size_t N, std::size_t C, host_element T, host_element Stat>
@@ -55,7 +57,9 @@ void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, Stat* mean
 
 /// Backward of layernorm_forward. Accumulates into dinp(N, C), dweight(C), dbias(C).
 template <std::size_t N, std::size_t C>
-struct layernorm_backward_op {};
+struct layernorm_backward_op {
+  using signature = ops::signature<args::out<N, C>, args::out<C>, args::out<C>, args::in<N, C>, args::in<N, C>, args::in<C>, args::in<N>, args::in<N>>;
+};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<layernorm_backward_op<N, C>> layernorm_backward{};
 template <std::size_t N, std::size_t C, host_element T, host_element Stat>

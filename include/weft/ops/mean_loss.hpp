@@ -11,7 +11,9 @@ namespace weft::ops {
 
 /// (losses(0) + ... + losses(n-1)) / n, summed in double in element order. Ignored rows count
 /// (their loss is 0), as the gradient scale does.
-struct mean_loss_op {};
+struct mean_loss_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<mean_loss_op> mean_loss{};
 template <host_element T>
 double op_impl(mean_loss_op, const host_context&, const T* losses, std::size_t n) {

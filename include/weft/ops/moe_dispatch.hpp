@@ -19,7 +19,9 @@ namespace weft::ops {
 /// Groups the (N, K) choices in experts by expert (see the top of this file). Overwrites
 /// offsets, slot_of and token_of.
 template <std::size_t N, std::size_t E, std::size_t K>
-struct moe_dispatch_plan_op {};
+struct moe_dispatch_plan_op {
+  using signature = ops::signature<args::out<E + 1>, args::out<N * K>, args::out<N * K>, args::in<N, K>>;
+};
 template <std::size_t N, std::size_t E, std::size_t K>
 inline constexpr op_fn<moe_dispatch_plan_op<N, E, K>> moe_dispatch_plan{};
 template <std::size_t N, std::size_t E, std::size_t K>
@@ -40,7 +42,9 @@ void op_impl(moe_dispatch_plan_op<N, E, K>, const host_context&, std::int32_t* o
 
 /// grouped(N·K, C): row r = x[token_of[r]]. Overwrites grouped.
 template <std::size_t N, std::size_t K, std::size_t C>
-struct moe_gather_op {};
+struct moe_gather_op {
+  using signature = ops::signature<args::out<N * K, C>, args::in<N, C>, args::in<N * K>>;
+};
 template <std::size_t N, std::size_t K, std::size_t C>
 inline constexpr op_fn<moe_gather_op<N, K, C>> moe_gather{};
 template <std::size_t N, std::size_t K, std::size_t C, host_element T>
@@ -55,7 +59,9 @@ void op_impl(moe_gather_op<N, K, C>, const host_context&, T* grouped, const T* x
 
 /// Backward of moe_gather: dx(N, C) += sum over k of dgrouped[slot_of[n, k]] (k ascending).
 template <std::size_t N, std::size_t K, std::size_t C>
-struct moe_gather_backward_op {};
+struct moe_gather_backward_op {
+  using signature = ops::signature<args::out<N, C>, args::in<N * K, C>, args::in<N, K>>;
+};
 template <std::size_t N, std::size_t K, std::size_t C>
 inline constexpr op_fn<moe_gather_backward_op<N, K, C>> moe_gather_backward{};
 template <std::size_t N, std::size_t K, std::size_t C, host_element T>
@@ -71,7 +77,9 @@ void op_impl(moe_gather_backward_op<N, K, C>, const host_context&, T* dx, const 
 
 /// out(N, C) = sum over k (ascending) of gates[n, k] * grouped[slot_of[n, k]]. Overwrites out.
 template <std::size_t N, std::size_t K, std::size_t C>
-struct moe_combine_forward_op {};
+struct moe_combine_forward_op {
+  using signature = ops::signature<args::out<N, C>, args::in<N * K, C>, args::in<N, K>, args::in<N, K>>;
+};
 template <std::size_t N, std::size_t K, std::size_t C>
 inline constexpr op_fn<moe_combine_forward_op<N, K, C>> moe_combine_forward{};
 template <std::size_t N, std::size_t K, std::size_t C, host_element T>
@@ -93,7 +101,9 @@ void op_impl(moe_combine_forward_op<N, K, C>, const host_context&, T* out, const
 /// Backward of moe_combine_forward. Accumulates dgrouped(N·K, C) += gate * dout and
 /// dgates(N, K) += dout · grouped row.
 template <std::size_t N, std::size_t K, std::size_t C>
-struct moe_combine_backward_op {};
+struct moe_combine_backward_op {
+  using signature = ops::signature<args::out<N * K, C>, args::out<N, K>, args::in<N, C>, args::in<N * K, C>, args::in<N, K>, args::in<N, K>>;
+};
 template <std::size_t N, std::size_t K, std::size_t C>
 inline constexpr op_fn<moe_combine_backward_op<N, K, C>> moe_combine_backward{};
 template <std::size_t N, std::size_t K, std::size_t C, host_element T>

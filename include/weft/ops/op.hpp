@@ -13,7 +13,11 @@
 // a qualified name sees only the overloads declared before the template's definition, so a
 // backend included after model/ would never be found.
 #include "weft/exec/context.hpp"  // execution_context
+#include "weft/ops/views.hpp"      // signature, none, operand checks
 
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 namespace weft::ops {
@@ -29,10 +33,47 @@ template <class Op>
 struct op_fn {
   template <execution_context Ctx, class... Args>
   decltype(auto) operator()(const Ctx& ctx, Args&&... args) const {
-    static_assert(op_implemented<Op, Ctx, Args...>,
-                  "weft::ops: no body of this op takes this execution context and these arguments. Check the "
-                  "argument types, and include the backend's op headers for a non-host context.");
-    return op_impl(Op{}, ctx, std::forward<Args>(args)...);
+    if constexpr (op_implemented<Op, Ctx, Args...>) {
+      // A body that takes these arguments as they are: views for an op whose layouts choose the
+      // computation (gemm, matmul), pointers at the launch boundary.
+      return op_impl(Op{}, ctx, std::forward<Args>(args)...);
+    } else if constexpr (flat_op<Op> && detail::leading_views<Args...>() > 0) {
+      // Element-wise over the leading views: their pointers, then their common size.
+      constexpr std::size_t k = detail::leading_views<Args...>();
+      constexpr bool checked = detail::flat_operands_ok<context_space_t<Ctx>, k, Args...>(std::make_index_sequence<k>{});
+      if constexpr (checked) {
+        auto all = std::forward_as_tuple(std::forward<Args>(args)...);
+        const std::size_t n = std::apply([](const auto&... a) { return detail::flat_size(a...); },
+                                         leading(all, std::make_index_sequence<k>{}));
+        return call_flat<k>(ctx, n, std::make_index_sequence<k>{}, std::make_index_sequence<sizeof...(Args) - k>{},
+                            std::move(all));
+      }
+    } else if constexpr (any_view_v<Args...> && detail::has_signature<Op>) {
+      // Views checked against the op's declared operands (ops/views.hpp), then the body runs on
+      // their pointers.
+      constexpr bool checked = detail::operands_ok<Op, Ctx, Args...>(std::index_sequence_for<Args...>{});
+      if constexpr (checked) {
+        static_assert(op_implemented<Op, Ctx, decltype(detail::lower(std::forward<Args>(args)))...>,
+                      "weft::ops: no body of this op takes this execution context and these element types. Check "
+                      "the views' element types, and include the backend's op headers for a non-host context.");
+        return op_impl(Op{}, ctx, detail::lower(std::forward<Args>(args))...);
+      }
+    } else {
+      static_assert(op_implemented<Op, Ctx, Args...>,
+                    "weft::ops: no body of this op takes this execution context and these arguments. Check the "
+                    "argument types, and include the backend's op headers for a non-host context.");
+    }
+  }
+
+ private:
+  template <class Tuple, std::size_t... V>
+  static auto leading(const Tuple& t, std::index_sequence<V...>) {
+    return std::tie(std::get<V>(t)...);
+  }
+  template <std::size_t K, class Ctx, std::size_t... V, std::size_t... R, class Tuple>
+  static decltype(auto) call_flat(const Ctx& ctx, std::size_t n, std::index_sequence<V...>, std::index_sequence<R...>,
+                                  Tuple&& t) {
+    return op_impl(Op{}, ctx, std::get<V>(t).data()..., n, std::get<K + R>(std::forward<Tuple>(t))...);
   }
 };
 

@@ -11,7 +11,9 @@ namespace weft::ops {
 /// out(N) = a(N) + b(N), elementwise; N is the total element count. Overwrites out (may
 /// alias a or b).
 template <std::size_t N>
-struct residual_forward_op {};
+struct residual_forward_op {
+  using signature = ops::signature<args::out<N>, args::in<N>, args::in<N>>;
+};
 template <std::size_t N>
 inline constexpr op_fn<residual_forward_op<N>> residual_forward{};
 template <std::size_t N, host_element T>
@@ -24,7 +26,9 @@ void op_impl(residual_forward_op<N>, const host_context&, T* out, const T* a, co
 /// Backward of residual_forward. Accumulates da(N) += dout and db(N) += dout. da and db must
 /// not alias dout (nor each other).
 template <std::size_t N>
-struct residual_backward_op {};
+struct residual_backward_op {
+  using signature = ops::signature<args::out<N>, args::out<N>, args::in<N>>;
+};
 template <std::size_t N>
 inline constexpr op_fn<residual_backward_op<N>> residual_backward{};
 template <std::size_t N, host_element T>

@@ -17,7 +17,9 @@ inline constexpr double rmsnorm_eps = 1e-5;
 
 /// out(N, C) = inp * rstd * weight(C); writes rstd(N) for rmsnorm_backward. Overwrites out, rstd.
 template <std::size_t N, std::size_t C>
-struct rmsnorm_forward_op {};
+struct rmsnorm_forward_op {
+  using signature = ops::signature<args::out<N, C>, args::out<N>, args::in<N, C>, args::in<C>>;
+};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<rmsnorm_forward_op<N, C>> rmsnorm_forward{};
 template <std::size_t N, std::size_t C, host_element T, host_element Stat>
@@ -41,7 +43,9 @@ void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, Stat* rstd, 
 
 /// Backward of rmsnorm_forward. Accumulates into dinp(N, C) and dweight(C).
 template <std::size_t N, std::size_t C>
-struct rmsnorm_backward_op {};
+struct rmsnorm_backward_op {
+  using signature = ops::signature<args::out<N, C>, args::out<C>, args::in<N, C>, args::in<N, C>, args::in<C>, args::in<N>>;
+};
 template <std::size_t N, std::size_t C>
 inline constexpr op_fn<rmsnorm_backward_op<N, C>> rmsnorm_backward{};
 template <std::size_t N, std::size_t C, host_element T, host_element Stat>

@@ -73,7 +73,9 @@ const rope_table<S, D, T>& rope_cached_table() {
 /// k heads are rotated (v heads copied). qkv_out may equal qkv_in (in place); otherwise they must
 /// not overlap.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
-struct rope_forward_op {};
+struct rope_forward_op {
+  using signature = ops::signature<args::out<B * S, (H + 2 * KVH) * D>, args::in<B * S, (H + 2 * KVH) * D>>;
+};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 inline constexpr op_fn<rope_forward_op<B, S, H, KVH, D>> rope_forward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
@@ -116,7 +118,9 @@ void op_impl(rope_forward_op<B, S, H, KVH, D>, const host_context&, T* qkv_out, 
 /// Rotary embedding backward: accumulates (+=) the inverse rotation of dqkv_out (B, S, (H + 2*KVH) * D)
 /// into dqkv_in (v heads pass straight through). The two buffers must not overlap.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
-struct rope_backward_op {};
+struct rope_backward_op {
+  using signature = ops::signature<args::out<B * S, (H + 2 * KVH) * D>, args::in<B * S, (H + 2 * KVH) * D>>;
+};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 inline constexpr op_fn<rope_backward_op<B, S, H, KVH, D>> rope_backward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>

@@ -13,7 +13,9 @@ namespace weft::ops {
 
 /// x(n) *= factor, computed in compute_t<T> (float for bf16/f16) and rounded to T once; nothing
 /// when factor is 1.
-struct scale_op {};
+struct scale_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<scale_op> scale{};
 template <host_element T>
 void op_impl(scale_op, const host_context&, T* x, std::size_t n, double factor) {

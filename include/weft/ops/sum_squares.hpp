@@ -11,12 +11,15 @@
 #include "weft/ops/op.hpp"            // op_fn, host_context
 
 #include <cstddef>
+#include <utility>
 
 namespace weft::ops {
 
 /// Σ x(n)² in double, eight accumulators: lane j takes elements i ≡ j (mod 8) of the leading
 /// multiple of 8, lane 0 the tail; lanes combine as ((0+1)+(2+3))+((4+5)+(6+7)).
-struct sum_squares_op {};
+struct sum_squares_op {
+  static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
+};
 inline constexpr op_fn<sum_squares_op> sum_squares{};
 template <host_element T>
 double op_impl(sum_squares_op, const host_context&, const T* x, std::size_t n) {
@@ -35,6 +38,14 @@ template <host_element T>
 double op_impl(sum_squares_continue_op, const host_context&, double carry, const T* x, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) carry += static_cast<double>(x[i]) * static_cast<double>(x[i]);
   return carry;
+}
+/// The view form, for any context: sum_squares_continue(ctx, carry, view) runs the context's body
+/// on the view's elements.
+template <execution_context Ctx, class V>
+  requires(detail::is_flat_operand_v<V>)
+double op_impl(sum_squares_continue_op op, const Ctx& ctx, double carry, const V& x) {
+  static_assert(detail::flat_operands_ok<context_space_t<Ctx>, 1, V>(std::make_index_sequence<1>{}));
+  return op_impl(op, ctx, carry, x.data(), detail::size_of(x));
 }
 
 }  // namespace weft::ops

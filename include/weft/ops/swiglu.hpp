@@ -13,7 +13,9 @@ namespace weft::ops {
 
 /// out(N, H) = silu(inp[:, :H]) * inp[:, H:], with inp (N, 2H). Overwrites out.
 template <std::size_t N, std::size_t H>
-struct swiglu_forward_op {};
+struct swiglu_forward_op {
+  using signature = ops::signature<args::out<N, H>, args::in<N, 2 * H>>;
+};
 template <std::size_t N, std::size_t H>
 inline constexpr op_fn<swiglu_forward_op<N, H>> swiglu_forward{};
 template <std::size_t N, std::size_t H, host_element T>
@@ -33,7 +35,9 @@ void op_impl(swiglu_forward_op<N, H>, const host_context&, T* out, const T* inp)
 /// Backward of swiglu_forward. Accumulates into dinp(N, 2H): the gate half gets
 /// dout * up * silu'(gate), the up half dout * silu(gate).
 template <std::size_t N, std::size_t H>
-struct swiglu_backward_op {};
+struct swiglu_backward_op {
+  using signature = ops::signature<args::out<N, 2 * H>, args::in<N, 2 * H>, args::in<N, H>>;
+};
 template <std::size_t N, std::size_t H>
 inline constexpr op_fn<swiglu_backward_op<N, H>> swiglu_backward{};
 template <std::size_t N, std::size_t H, host_element T>

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace weft::ops {
 
@@ -25,7 +26,9 @@ namespace weft::ops {
 /// descending probability (ties: lower index first); gates(N, K) = their probs renormalised to
 /// sum to one. Overwrites probs, gates and experts. K <= E.
 template <std::size_t N, std::size_t E, std::size_t K>
-struct topk_router_forward_op {};
+struct topk_router_forward_op {
+  using signature = ops::signature<args::out<N, E>, args::out<N, K>, args::out<N, K>, args::in<N, E>>;
+};
 template <std::size_t N, std::size_t E, std::size_t K>
 inline constexpr op_fn<topk_router_forward_op<N, E, K>> topk_router_forward{};
 template <std::size_t N, std::size_t E, std::size_t K, host_element T>
@@ -71,7 +74,9 @@ void op_impl(topk_router_forward_op<N, E, K>, const host_context&, T* probs, T* 
 /// dlogits(N, E) += softmax'ᵀ · (d gates / d probs)ᵀ · dgates(N, K). With s = the chosen probs'
 /// sum, d gate_k / d p_m = (delta_km - gate_k) / s for chosen m, 0 otherwise.
 template <std::size_t N, std::size_t E, std::size_t K>
-struct topk_router_backward_op {};
+struct topk_router_backward_op {
+  using signature = ops::signature<args::out<N, E>, args::in<N, K>, args::in<N, E>, args::in<N, K>, args::in<N, K>>;
+};
 template <std::size_t N, std::size_t E, std::size_t K>
 inline constexpr op_fn<topk_router_backward_op<N, E, K>> topk_router_backward{};
 template <std::size_t N, std::size_t E, std::size_t K, host_element T>
@@ -100,12 +105,14 @@ void op_impl(topk_router_backward_op<N, E, K>, const host_context&, T* dlogits, 
 /// null, also adds scale * d aux / d logits to it (f_e held constant): scale is the weight of this
 /// batch in the step's loss (1, or 1/micro-batches under gradient accumulation).
 template <std::size_t N, std::size_t E, std::size_t K>
-struct load_balance_loss_op {};
+struct load_balance_loss_op {
+  using signature = ops::signature<args::out_opt<N, E>, args::in<N, E>, args::in<N, K>, args::value, args::value>;
+};
 template <std::size_t N, std::size_t E, std::size_t K>
 inline constexpr op_fn<load_balance_loss_op<N, E, K>> load_balance_loss{};
 template <std::size_t N, std::size_t E, std::size_t K, host_element T>
-double op_impl(load_balance_loss_op<N, E, K>, const host_context&, T* dlogits /*nullable*/, const T* probs,
-               const std::int32_t* experts, double alpha, double scale) {
+double op_impl(load_balance_loss_op<N, E, K>, const host_context&, std::type_identity_t<T>* dlogits /*nullable*/,
+               const T* probs, const std::int32_t* experts, double alpha, double scale) {
   static_assert(detail::check_dims<N, E, K>::ok);
   double f[E] = {}, pm[E] = {};  // fractions of slots, mean probabilities
   for (std::size_t i = 0; i < N * K; ++i) f[experts[i]] += 1.0;

@@ -28,7 +28,9 @@ namespace weft::ops {
 
 /// out(N, C) = table(VL, C)[idx - lo] for ids in [lo, lo + VL), zero rows for the others.
 template <std::size_t N, std::size_t VL, std::size_t C>
-struct embedding_slice_forward_op {};
+struct embedding_slice_forward_op {
+  using signature = ops::signature<args::out<N, C>, args::in<N>, args::in<VL, C>, args::value>;
+};
 template <std::size_t N, std::size_t VL, std::size_t C>
 inline constexpr op_fn<embedding_slice_forward_op<N, VL, C>> embedding_slice_forward{};
 template <std::size_t N, std::size_t VL, std::size_t C, host_element T>
@@ -44,7 +46,9 @@ void op_impl(embedding_slice_forward_op<N, VL, C>, const host_context&, T* out, 
 
 /// dtable(VL, C) row idx - lo += dout row, for the rows whose id is in the slice (row order).
 template <std::size_t N, std::size_t VL, std::size_t C>
-struct embedding_slice_backward_op {};
+struct embedding_slice_backward_op {
+  using signature = ops::signature<args::out<VL, C>, args::in<N, C>, args::in<N>, args::value>;
+};
 template <std::size_t N, std::size_t VL, std::size_t C>
 inline constexpr op_fn<embedding_slice_backward_op<N, VL, C>> embedding_slice_backward{};
 template <std::size_t N, std::size_t VL, std::size_t C, host_element T>
@@ -65,7 +69,9 @@ void op_impl(embedding_slice_backward_op<N, VL, C>, const host_context&, T* dtab
 
 /// mx(N) = the max of each row of this slice's logits(N, VL).
 template <std::size_t N, std::size_t VL>
-struct vocab_slice_row_max_op {};
+struct vocab_slice_row_max_op {
+  using signature = ops::signature<args::out<N>, args::in<N, VL>>;
+};
 template <std::size_t N, std::size_t VL>
 inline constexpr op_fn<vocab_slice_row_max_op<N, VL>> vocab_slice_row_max{};
 template <std::size_t N, std::size_t VL, host_element T>
@@ -83,7 +89,9 @@ void op_impl(vocab_slice_row_max_op<N, VL>, const host_context&, double* mx, con
 /// sums(N, 2): per row, sum(exp(z - mx)) over the slice and the target's logit if the target
 /// is in the slice (else 0), given the global row max mx(N).
 template <std::size_t N, std::size_t VL>
-struct vocab_slice_sum_exp_op {};
+struct vocab_slice_sum_exp_op {
+  using signature = ops::signature<args::out<N, 2>, args::in<N, VL>, args::in<N>, args::value, args::in<N>>;
+};
 template <std::size_t N, std::size_t VL>
 inline constexpr op_fn<vocab_slice_sum_exp_op<N, VL>> vocab_slice_sum_exp{};
 template <std::size_t N, std::size_t VL, host_element T>
@@ -105,7 +113,9 @@ void op_impl(vocab_slice_sum_exp_op<N, VL>, const host_context&, double* sums, c
 /// From the reduced statistics work = [mx(N) | sums(N, 2)]: losses(N), and this slice's logits
 /// overwritten with dloss·(softmax - onehot(target)). Negative targets: loss 0, zero row.
 template <std::size_t N, std::size_t VL>
-struct vocab_slice_cross_entropy_backward_op {};
+struct vocab_slice_cross_entropy_backward_op {
+  using signature = ops::signature<args::out<N>, args::out<N, VL>, args::in<N>, args::value, args::value, args::in<3 * N>>;
+};
 template <std::size_t N, std::size_t VL>
 inline constexpr op_fn<vocab_slice_cross_entropy_backward_op<N, VL>> vocab_slice_cross_entropy_backward{};
 template <std::size_t N, std::size_t VL, host_element T, host_element L>
@@ -141,7 +151,9 @@ void op_impl(vocab_slice_cross_entropy_backward_op<N, VL>, const host_context&, 
 
 /// From the reduced statistics work = [mx(N) | sums(N, 2)]: losses(N) only.
 template <std::size_t N, std::size_t VL>
-struct vocab_slice_cross_entropy_loss_op {};
+struct vocab_slice_cross_entropy_loss_op {
+  using signature = ops::signature<args::out<N>, args::in<N>, args::in<3 * N>>;
+};
 template <std::size_t N, std::size_t VL>
 inline constexpr op_fn<vocab_slice_cross_entropy_loss_op<N, VL>> vocab_slice_cross_entropy_loss{};
 // (T: the losses' type; float for bf16 logits, whose row max is a float value too.)

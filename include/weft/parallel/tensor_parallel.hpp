@@ -290,7 +290,8 @@ struct sp_replicated_layer : tp_replicated_layer<L> {
     sp_all_gather<TP, B, SL, C>(f.ctx, g, in, x, f.scratch + 2 * N);
     L::forward(whole(f), x, y);
     const std::size_t r = static_cast<std::size_t>(g.rank());
-    for (std::size_t b = 0; b < B; ++b) ops::copy(f.ctx, out + b * SL * C, y + (b * TP + r) * SL * C, SL * C);
+    for (std::size_t b = 0; b < B; ++b)  // this rank's (seq/tp, C) run of each sequence
+      ops::copy(f.ctx, view<SL, C>(f, out + b * SL * C), view<SL, C>(f, y + (b * TP + r) * SL * C));
   }
   template <class F>
   static void backward(const F& f, const typename F::value_type* in, const typename F::value_type* dout,
@@ -300,10 +301,11 @@ struct sp_replicated_layer : tp_replicated_layer<L> {
     tp_group& g = tp_of<TP>(f, "moe_mlp (sequence parallel)");
     auto* dy = f.scratch;      // (batch, seq, C): this rank's slice of the output gradient, zero elsewhere
     auto* dx = f.scratch + N;  // (batch, seq, C)
-    ops::zero(f.ctx, dy, N);
-    ops::zero(f.ctx, dx, N);
+    ops::zero(f.ctx, view<B * SL * TP, C>(f, dy));
+    ops::zero(f.ctx, view<B * SL * TP, C>(f, dx));
     const std::size_t r = static_cast<std::size_t>(g.rank());
-    for (std::size_t b = 0; b < B; ++b) ops::copy(f.ctx, dy + (b * TP + r) * SL * C, dout + b * SL * C, SL * C);
+    for (std::size_t b = 0; b < B; ++b)
+      ops::copy(f.ctx, view<SL, C>(f, dy + (b * TP + r) * SL * C), view<SL, C>(f, dout + b * SL * C));
     auto& meter = aux_losses();
     const double saved = meter.gradient_scale;
     meter.gradient_scale = saved / static_cast<double>(TP);  // every rank adds it; the group's sum counts it once
@@ -317,7 +319,7 @@ struct sp_replicated_layer : tp_replicated_layer<L> {
     if (din == nullptr) return;
     auto* slice = f.scratch + 3 * N;  // (batch, seq/tp, C)
     sp_reduce_scatter<TP, B, SL, C>(f.ctx, g, dx, slice, f.scratch + 2 * N);
-    ops::accumulate(f.ctx, din, slice, B * SL * C);
+    ops::accumulate(f.ctx, view<B * SL, C>(f, din), view<B * SL, C>(f, slice));
   }
 
  private:

@@ -90,10 +90,9 @@ void op_impl(ops::accumulate_op, const cuda_context& c, T* y, const std::type_id
              std::type_identity_t<T> alpha) {
   check(k::launch_accumulate(c.stream, y, x, n, static_cast<float>(alpha)), "accumulate");
 }
-template <device_element T>
-void op_impl(ops::accumulate_rows_op, const cuda_context& c, T* y, const std::type_identity_t<T>* x, std::size_t rows,
-             std::size_t n) {
-  for (std::size_t r = 0; r < rows; ++r) check(k::launch_accumulate(c.stream, y + r * n, x, n, 1.0f), "accumulate_rows");
+template <std::size_t Rows, std::size_t N, device_element T>
+void op_impl(ops::accumulate_rows_op<Rows, N>, const cuda_context& c, T* y, const std::type_identity_t<T>* x) {
+  for (std::size_t r = 0; r < Rows; ++r) check(k::launch_accumulate(c.stream, y + r * N, x, N, 1.0f), "accumulate_rows");
 }
 template <device_element Dst, device_element Src>
 void op_impl(ops::cast_op, const cuda_context& c, Dst* dst, const Src* src, std::size_t n) {
@@ -205,6 +204,48 @@ void op_impl(ops::matmul_backward_op<N, C, OC>, const cuda_context& c, std::type
     detail::run_linear<N, C, OC, T, linear_product::backward_input>(c, weight, dout, dinp, nullptr, "matmul_backward(input)");
   detail::run_linear<N, C, OC, T, linear_product::backward_weight>(c, inp, dout, dweight, nullptr, "matmul_backward(weight)");
   if (dbias != nullptr) op_impl(ops::bias_backward_op<N, OC>{}, c, dbias, dout);
+}
+
+// The view form (ops/matmul.hpp): the weight is the (C, OC) matrix multiplied on the right. The
+// device bodies take nn.Linear's storage, its column-major view, and run the pointer bodies above.
+namespace detail {
+template <std::size_t N, std::size_t C, std::size_t OC, class Out, class In, class W>
+constexpr bool device_matmul_views() {
+  static_assert(ops::detail::matmul_view_checks<N, C, OC, Out, In, W>());
+  using w = ops::detail::gemm_operand<W>;
+  using i = ops::detail::gemm_operand<In>;
+  constexpr bool linear_layout = w::column_major && w::ld == C;
+  static_assert(linear_layout, "weft::cuda: matmul takes the weight as nn.Linear stores it, (OC, C) dense: pass "
+                               "linear_weight_view<C, OC, device_space>(weight). Other layouts are host-only for now.");
+  constexpr bool dense_in = i::row_major && i::ld == C && ops::detail::gemm_operand<Out>::ld == OC;
+  static_assert(dense_in, "weft::cuda: matmul reads out and inp dense and row-major.");
+  return linear_layout && dense_in;
+}
+}  // namespace detail
+template <std::size_t N, std::size_t C, std::size_t OC, device_element T, class MO, class TI, class MI, class TW,
+          class MW, class Bias>
+  requires std::is_same_v<std::remove_const_t<TI>, T> && std::is_same_v<std::remove_const_t<TW>, T>
+void op_impl(ops::matmul_forward_op<N, C, OC> op, const cuda_context& c, tensor<T, MO, device_space> out,
+             tensor<TI, MI, device_space> inp, tensor<TW, MW, device_space> w, Bias bias) {
+  static_assert(detail::device_matmul_views<N, C, OC, decltype(out), decltype(inp), decltype(w)>());
+  const T* b = nullptr;
+  if constexpr (!std::is_same_v<Bias, ops::none_t>) b = bias.data();
+  op_impl(op, c, out.data(), inp.data(), w.data(), b);
+}
+template <std::size_t N, std::size_t C, std::size_t OC, device_element T, class DIn, class MDW, class DBias, class TO,
+          class MO, class TI, class MI, class TW, class MW>
+  requires std::is_same_v<std::remove_const_t<TO>, T> && std::is_same_v<std::remove_const_t<TI>, T> &&
+           std::is_same_v<std::remove_const_t<TW>, T>
+void op_impl(ops::matmul_backward_op<N, C, OC> op, const cuda_context& c, DIn dinp, tensor<T, MDW, device_space> dw,
+             DBias dbias, tensor<TO, MO, device_space> dout, tensor<TI, MI, device_space> inp,
+             tensor<TW, MW, device_space> w) {
+  static_assert(detail::device_matmul_views<N, C, OC, decltype(dout), decltype(inp), decltype(w)>());
+  static_assert(detail::device_matmul_views<N, C, OC, decltype(dout), decltype(inp), decltype(dw)>());
+  T* di = nullptr;
+  if constexpr (!std::is_same_v<DIn, ops::none_t>) di = dinp.data();
+  T* db = nullptr;
+  if constexpr (!std::is_same_v<DBias, ops::none_t>) db = dbias.data();
+  op_impl(op, c, di, dw.data(), db, dout.data(), inp.data(), w.data());
 }
 
 // ---- element-wise ----
