@@ -113,6 +113,25 @@ constexpr bool reduces_by_window() {
   if constexpr (requires { Local::windowed_grads; }) return Local::windowed_grads;
   else return false;
 }
+// The plan whose window layout (window_begin, window_block, window_blocks) a local step has:
+// its window_plan (a tensor-parallel shard's tensor_parallel_plan), else its plan_type.
+template <class Local>
+struct window_plan_of {
+  using type = typename Local::plan_type;
+};
+template <class Local>
+  requires requires { typename Local::window_plan; }
+struct window_plan_of<Local> {
+  using type = typename Local::window_plan;
+};
+// Elements of [begin, begin + out.size()) of a local step's parameter block as it initialises
+// them, in M: its own initial_values(out, begin) where it has one (a tensor-parallel shard's
+// values are the single-process run's at the shard's elements), else the model's initialisers.
+template <class Local, class M>
+void initial_range_of(const Local& l, std::span<M> out, std::size_t begin) {
+  if constexpr (requires { l.initial_values(out, begin); }) l.initial_values(out, begin);
+  else initialise_parameter_range(out, begin, l.parameter_infos(), l.options().seed);
+}
 // Elements of a local step's parameter block (its params() may hold fewer: the windowed ones).
 template <class Local>
 std::size_t parameter_block_size_of(const Local& l) {
@@ -200,8 +219,13 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     if constexpr (Zero >= 1 && mixed_precision) {
       // The f32 master shard holds the initial values themselves (as the single-rank step's
       // master does); the bf16 parameters are their rounded copy.
-      if constexpr (requires(std::vector<M>& init) { local_.initial_values(std::span<M>(init)); }) {
-        std::vector<M> init(P);  // a tp shard's, a pipeline stage's
+      if constexpr (layer_by_layer || grads_by_layer ||
+                    requires(std::span<M> out, std::size_t b) { local_.initial_values(out, b); }) {
+        // only the shard is computed (no temporary of the block)
+        master_.resize(shard_size_);
+        detail::initial_range_of(local_, std::span<M>(master_), shard_begin_);
+      } else if constexpr (requires(std::vector<M>& init) { local_.initial_values(std::span<M>(init)); }) {
+        std::vector<M> init(P);  // a pipeline stage's
         local_.initial_values(std::span<M>(init));
         master_.assign(init.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
                        init.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
@@ -220,7 +244,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
       }
     } else if constexpr (layer_by_layer) {  // the block stack is not resident: the shard alone
       master_.resize(shard_size_);
-      initialise_parameter_range(std::span<M>(master_), shard_begin_, local_.parameter_infos(), local_.options().seed);
+      detail::initial_range_of(local_, std::span<M>(master_), shard_begin_);
     } else if constexpr (Zero == 3) {
       auto p = local_.params();
       master_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
@@ -417,7 +441,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   /// gathered when they run (and any window gathered before is dropped).
   void gather_parameters() {
     if constexpr (layer_by_layer) {
-      using LP = typename Local::plan_type;
+      using LP = typename detail::window_plan_of<Local>::type;
       constexpr std::size_t cut = LP::window_begin, hole = LP::window_blocks * LP::window_block;
       drop_windows();
       const auto p = local_.params();
@@ -589,7 +613,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     } else if constexpr (grads_by_layer) {
       for (auto& w : grad_slots_) settle(w);  // the stack's last blocks
       // The layers before and after the stack: their gradients are whole in the arena.
-      using LP = typename Local::plan_type;
+      using LP = typename detail::window_plan_of<Local>::type;
       constexpr std::size_t cut = LP::window_begin, hole = LP::window_blocks * LP::window_block;
       const auto g = local_.grads();
       reduce_scatter_range(0, cut, g.data(), false);
