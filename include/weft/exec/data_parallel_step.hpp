@@ -16,16 +16,20 @@
 //            the working parameters before each step's forward
 // Shards are contiguous runs of the parameter block, as even as the count allows.
 // ZeRO-3 layer by layer (issue #7): over a single-rank local step (training_step on a plan with
-// windowed_params) the arena holds only the layers before and after the model's block stack
+// windowed_params), or a tensor-parallel one (tensor_parallel_step, whose tensor_parallel_plan
+// windows its shard's block stack the same way: a block is the rank's shard of one) the arena
+// holds only the layers before and after the model's block stack
 // (embeddings, final norm) and two windows of one block. begin_step gathers the resident layers;
 // the stack's repeat<> asks for each block before it runs forward or backward
 // (block_window_hook), and this step all-gathers that block from the shards into a window and
 // starts gathering the block that runs next into the other (non-blocking where the communicator
 // has iall_gather_v, so the transfer overlaps the current block's compute). Backward runs the
-// blocks in reverse and gathers them again, as ZeRO-3 does. Over a tensor- or pipeline-parallel
-// local step ZeRO-3 still gathers the whole shard before forward.
-// ZeRO-2/3 gradients layer by layer (issue #7): over a single-rank local step (windowed_grads)
-// the arena holds the gradients of the layers outside the stack and two windows of one block.
+// blocks in reverse and gathers them again, as ZeRO-3 does. Over a pipeline-parallel local step
+// ZeRO-3 still gathers the whole shard before forward (pipelines are out of scope, as DeepSpeed
+// refuses ZeRO-2/3 with them). The window layout is the local step's window_plan (its
+// tensor_parallel_plan), else its plan_type.
+// ZeRO-2/3 gradients layer by layer (issue #7): over a single-rank or tensor-parallel local step
+// (windowed_grads) the arena holds the gradients of the layers outside the stack and two windows of one block.
 // Before each block's backward the stack's repeat<> asks for a zeroed window; when it ends,
 // this rank adds what its shard already holds there (the earlier micro-batches' sums, zeroed
 // at the step's start) to its part of the window, and the window is reduce-scattered into the
@@ -33,13 +37,15 @@
 // block's backward runs). The resident layers' gradients, accumulated over the micro-batches,
 // are reduce-scattered once at the end. Each micro-batch's block gradients are thus summed over
 // the ranks before being added to the earlier ones (as DeepSpeed's ZeRO-2 does under gradient
-// accumulation), one more rounding per micro-batch than summing locally first.
+// accumulation), one more rounding per micro-batch than summing locally first. Under sequence
+// parallelism the tp step interposes on the hook: a block's replicated gradients (norms) are
+// summed over the tp group in its window before grads_done reduce-scatters it here.
 // Memory (issue #7): from zero<1> on, the shard vectors below (moments, and the gradient and
 // master shards) are the only copy: the local step is built on zero_local_plan_t<Plan, Zero>,
 // whose arena has no master or moment sections (state_sections.hpp), and a local step that
 // still holds them is rejected at compile time. Beside the shards the arena keeps the gradient
-// (ZeRO-2/3) and parameter (ZeRO-3) blocks whole over a tensor- or pipeline-parallel local
-// step, and layer by layer (above) the resident layers and two windows of each:
+// (ZeRO-2/3) and parameter (ZeRO-3) blocks whole over a pipeline-parallel local step, and
+// layer by layer (above: single-rank and tensor-parallel) the resident layers and two windows of each:
 // memory_model's working_bytes. resident_bytes() is what a rank holds, and
 // plan<>::memory_per_rank predicts it (tests/mpi/memory_per_rank.cpp).
 // Mixed precision (precision<bf16, f32>, issue #7): the parameters, gradients and activations
@@ -171,7 +177,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   static constexpr std::size_t rows = Plan::rows;  ///< this rank's tokens per micro-batch
   static constexpr std::size_t zero_stage = Zero;
   /// ZeRO-3 gathering the block stack layer by layer, prefetching the next block (a single-rank
-  /// local step on a plan with windowed_params; see the top of this file).
+  /// or tensor-parallel local step with windowed_params; see the top of this file).
   static constexpr bool layer_by_layer = Zero == 3 && detail::gathers_by_window<Local>();
   /// ZeRO-2/3 reducing the block stack's gradients layer by layer: each block's backward writes
   /// into a window that is reduce-scattered into the shards when it ends (see the top of this file).

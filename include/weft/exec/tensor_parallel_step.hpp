@@ -11,6 +11,19 @@
 // backward sees only its sequence slice, so their gradients are summed over the tp group as
 // soon as backward has finished them (before a data-parallel bucket holding them starts).
 // Norms count each replicated parameter once (on tp rank 0), so clipping matches one process.
+//
+// ZeRO-2/3 layer by layer (under data_parallel_step with zero<2> / zero<3>: a plan asking for
+// windows, tensor_parallel_plan::windowed_grads / windowed_params): as training_step, the arena
+// holds the parameters (ZeRO-3) and gradients (ZeRO-2/3) of the layers outside the shard's block
+// stack, back to back, and two one-block windows of each, which the data-parallel step fills and
+// reduce-scatters through the block_window_hook it sets (set_block_window); only the resident
+// layers are initialised (initial_values(out, begin) gives the dp master shards any range of the
+// shard block without a temporary). Under SP the step wraps that hook: when a block's backward
+// ends, its replicated gradients are summed over tp in the window before the dp step's
+// grads_done reduce-scatters it; the later "final" report skips them, and the per-micro-batch
+// zeroing on tp ranks != 0 touches only the resident ones. Under ZeRO-3 the whole-block paths
+// (gather_parameters(whole), load_parameters) throw: gather data_parallel_step::parameters()
+// with gather_parameters(block, whole); checkpoints go through the dp step's master shards.
 #include "weft/comm/communicator.hpp"            // communicator
 #include "weft/comm/tp_adapter.hpp"              // make_tp_group
 #include "weft/model/layer.hpp"                  // frame, param_info, tp_group, grad_ready_hook

@@ -190,6 +190,7 @@ struct plan {
   //     windows of one block (block_window_hook::params_fn);
   //   * ZeRO-2 and 3 (zero<2>, zero<3>, or the sharded_gradients option): nor are its
   //     gradients; two gradient windows of one block each (block_window_hook::grads_fn).
+  // A tensor-parallel rank's arena (tensor_parallel_plan) holds its shard's stack the same way.
   // This arena windows a single rank's stack; a tensor-parallel shard's arena
   // (tensor_parallel_plan) windows its own stack the same way, when this plan asks for windows
   // (wants_windowed_params, wants_windowed_grads). A pipeline stage holds whole.
