@@ -29,8 +29,8 @@
 // refuses ZeRO-2/3 with them). The window layout is the local step's window_plan (its
 // tensor_parallel_plan), else its plan_type.
 // ZeRO-2/3 gradients layer by layer (issue #7): over a single-rank or tensor-parallel local step
-// (windowed_grads) the arena holds the gradients of the layers outside the stack and two windows of one block.
-// Before each block's backward the stack's repeat<> asks for a zeroed window; when it ends,
+// (windowed_grads) the arena holds the gradients of the layers outside the stack and two
+// windows of one block. Before each block's backward the stack's repeat<> asks for a zeroed window; when it ends,
 // this rank adds what its shard already holds there (the earlier micro-batches' sums, zeroed
 // at the step's start) to its part of the window, and the window is reduce-scattered into the
 // shards (non-blocking where the communicator has ireduce_scatter_v, finishing while the next
@@ -45,8 +45,8 @@
 // whose arena has no master or moment sections (state_sections.hpp), and a local step that
 // still holds them is rejected at compile time. Beside the shards the arena keeps the gradient
 // (ZeRO-2/3) and parameter (ZeRO-3) blocks whole over a pipeline-parallel local step, and
-// layer by layer (above: single-rank and tensor-parallel) the resident layers and two windows of each:
-// memory_model's working_bytes. resident_bytes() is what a rank holds, and
+// layer by layer (above: single-rank and tensor-parallel) the resident layers and two windows
+// of each: memory_model's working_bytes. resident_bytes() is what a rank holds, and
 // plan<>::memory_per_rank predicts it (tests/mpi/memory_per_rank.cpp).
 // Mixed precision (precision<bf16, f32>, issue #7): the parameters, gradients and activations
 // are bf16 in the local arena; the optimizer state is in the master type M (f32). zero<0> runs
