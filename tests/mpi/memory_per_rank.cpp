@@ -21,7 +21,7 @@
 //     parameter): the arena's f32 sections under zero<0>, data_parallel_step's f32 shards (and,
 //     under zero<3>, its bf16 parameter shard) from zero<1> on; tp2-bf16 and pp2-bf16: the
 //     f32 master and moments of a tp shard's and a pipeline stage's arena.
-//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp2tp2-zero2|dp2tp2-zero3|dp2tp2sp-zero3|
+//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp2tp2-zero2|dp2tp2-zero3|dp2tp2sp-zero3|dp2tp2-zero3-bf16|
 //                                     dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
@@ -124,9 +124,9 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "";
   test::require_args(world,
                      argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2",
-                                                        "dp2tp2-zero2", "dp2tp2-zero3", "dp2tp2sp-zero3", "dp-bf16",
+                                                        "dp2tp2-zero2", "dp2tp2-zero3", "dp2tp2sp-zero3", "dp2tp2-zero3-bf16", "dp-bf16",
                                                         "zero1-bf16", "zero2-bf16", "zero3-bf16", "tp2-bf16", "pp2-bf16"}),
-                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp2tp2-zero2|dp2tp2-zero3|dp2tp2sp-zero3|"
+                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp2tp2-zero2|dp2tp2-zero3|dp2tp2sp-zero3|dp2tp2-zero3-bf16|"
                      "dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>",
                      argc, argv);
   if (preset == "dp") run<plan_of<dp_s<0>>>(world, "dp");
@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   else if (preset == "dp2tp2-zero2") run<plan_of<dp_tp2_s<2>>>(world, "dp2tp2-zero2");
   else if (preset == "dp2tp2-zero3") run<plan_of<dp_tp2_s<3>>>(world, "dp2tp2-zero3");
   else if (preset == "dp2tp2sp-zero3") run<plan_of<dp_tp2_s<3, sequence_parallel>>>(world, "dp2tp2sp-zero3");
+  else if (preset == "dp2tp2-zero3-bf16") run<plan_of<dp_tp2_s<3>, mixed>>(world, "dp2tp2-zero3-bf16");
   else if (preset == "dp-bf16") run<plan_of<dp_s<0>, mixed>>(world, "dp-bf16");
   else if (preset == "zero1-bf16") run<plan_of<dp_s<1>, mixed>>(world, "zero1-bf16");
   else if (preset == "zero2-bf16") run<plan_of<dp_s<2>, mixed>>(world, "zero2-bf16");
