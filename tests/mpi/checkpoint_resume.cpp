@@ -11,7 +11,8 @@
 //                                                                          2K with rank 1 killed (SIGKILL) half-way
 // model: gpt (default), llama (presets dp2tp2pp2, tp2, single) or moe (presets ep2, single).
 // Presets: dp2tp2pp2 (8 ranks: dp 2 x tp 2 x pp 2, 1F1B, ZeRO-1), tp2 (dp x tp 2), pp2 (dp x pp 2,
-// 1F1B), zero3 (dp, ZeRO-3), single (dp, ZeRO-0; on one rank: one process), ep2 (moe only: dp x
+// 1F1B), zero3 (dp, ZeRO-3), dp2tp2-zero3 (dp x tp 2 + sequence parallelism, ZeRO-3: the tp
+// shard holds its block stack in windows; saved and loaded through the master shards), single (dp, ZeRO-0; on one rank: one process), ep2 (moe only: dp x
 // ep 2, expert_parallel: each expert rank holds 2 of the 4 experts and brings its own tokens),
 // ep2-zero3 (the same with ZeRO-3), ep2-tp2 (ep 2 x tp 2, the MoE layer replicated over tp),
 // ep2-pp2 (ep 2 x pp 2, 1F1B).
@@ -69,6 +70,9 @@ using reference_plan = plan<Model, batch<micro<B>, seq<S>>, precision<double>>;
 using dp2tp2pp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
                              pipeline<"pp", one_f_one_b, microbatches<4>>, data_parallel<"dp", zero<1>>>;
 using tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>;
+// dp x tp 2 with sequence parallelism under ZeRO-3: the tp shard's block stack layer by layer
+using dp_tp2_zero3_s =
+    strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp", sequence_parallel>, data_parallel<"dp", zero<3>>>;
 using pp2_s = strategy<mesh<axis<"dp">, axis<"pp", 2>>, pipeline<"pp", one_f_one_b, microbatches<4>>>;
 using ep2_tp2_s = strategy<mesh<axis<"dp">, axis<"ep", 2>, axis<"tp", 2>>, expert_parallel<"ep">, tensor_parallel<"tp">>;
 using ep2_pp2_s = strategy<mesh<axis<"dp">, axis<"ep", 2>, axis<"pp", 2>>, expert_parallel<"ep">,
@@ -229,11 +233,11 @@ int main(int argc, char** argv) {
   const std::string model = argc > 5 ? argv[5] : "gpt";
   test::require_args(world,
                      argc >= 4 && argc <= 6 && test::one_of(phase, {"save", "resume", "fault"}) &&
-                         test::one_of(preset, {"dp2tp2pp2", "tp2", "pp2", "zero3", "single", "ep2", "ep2-zero3", "ep2-tp2", "ep2-pp2"}) && K > 0 &&
+                         test::one_of(preset, {"dp2tp2pp2", "tp2", "pp2", "zero3", "dp2tp2-zero3", "single", "ep2", "ep2-zero3", "ep2-tp2", "ep2-pp2"}) && K > 0 &&
                          ((model == "gpt" && !preset.starts_with("ep2")) ||
                           (model == "llama" && test::one_of(preset, {"dp2tp2pp2", "tp2", "single"})) ||
                           (model == "moe" && test::one_of(preset, {"ep2", "ep2-zero3", "ep2-tp2", "ep2-pp2", "single"}))),
-                     "checkpoint_resume: usage: <save|resume|fault> <dp2tp2pp2|tp2|pp2|zero3|single|ep2|ep2-zero3|ep2-tp2|ep2-pp2> "
+                     "checkpoint_resume: usage: <save|resume|fault> <dp2tp2pp2|tp2|pp2|zero3|dp2tp2-zero3|single|ep2|ep2-zero3|ep2-tp2|ep2-pp2> "
                      "<root> [K > 0] [gpt | llama (dp2tp2pp2, tp2, single) | moe (ep2, ep2-zero3, ep2-tp2, ep2-pp2, single)]",
                      argc, argv);
   const std::filesystem::path root = argv[3];
@@ -253,6 +257,7 @@ int main(int argc, char** argv) {
     else if (preset == "tp2") run<gpt_t, tp2_s>(world, phase, preset, root, k);
     else if (preset == "pp2") run<gpt_t, pp2_s>(world, phase, preset, root, k);
     else if (preset == "zero3") run<gpt_t, dp_s<3>>(world, phase, preset, root, k);
+    else if (preset == "dp2tp2-zero3") run<gpt_t, dp_tp2_zero3_s>(world, phase, preset, root, k);
     else run<gpt_t, dp_s<0>>(world, phase, preset, root, k);
   } catch (const checkpoint_error& e) {  // the same line on every rank; rank 0 prints it
     WEFT_CHECK(!"checkpoint_error");

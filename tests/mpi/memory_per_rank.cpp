@@ -4,8 +4,9 @@
 // (resident_bytes()) — with the plan's per-rank memory model at the world's data-parallel size
 // (memory::stage(stage, dp), whose peak over the stages is plan<>::memory_per_rank):
 //   * the model states exactly: the arena's parameter and gradient sections (under ZeRO-2/3 with
-//     data parallelism alone: the layers outside the block stack and two block windows of
-//     each; and, without ZeRO,
+//     data parallelism alone or over a tensor-parallel shard (dp2tp2-zero2, dp2tp2-zero3, and
+//     with sequence parallelism dp2tp2sp-zero3): the layers outside the block stack and two
+//     block windows of each; and, without ZeRO,
 //     its moment sections) plus the shards equal ZeRO's states plus the working buffers
 //     (memory_model.hpp: model_state_bytes() + working_bytes) on the dp rank with the largest
 //     shard, and no more on the others;
@@ -20,7 +21,8 @@
 //     parameter): the arena's f32 sections under zero<0>, data_parallel_step's f32 shards (and,
 //     under zero<3>, its bf16 parameter shard) from zero<1> on; tp2-bf16 and pp2-bf16: the
 //     f32 master and moments of a tp shard's and a pipeline stage's arena.
-//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>
+//   mpirun -np N mpi_memory_per_rank <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp2tp2-zero2|dp2tp2-zero3|dp2tp2sp-zero3|dp2tp2-zero3-bf16|
+//                                     dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
 #include <weft/comm/mpi.hpp>
@@ -44,6 +46,8 @@ using mixed = precision<bf16, f32>;
 template <std::size_t Zero>
 using dp_s = strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<Zero>>>;
 using tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>;
+template <std::size_t Zero, class... Sp>
+using dp_tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp", Sp...>, data_parallel<"dp", zero<Zero>>>;
 using pp2_s = strategy<mesh<axis<"dp">, axis<"pp", 2>>, pipeline<"pp", one_f_one_b, microbatches<2>>>;
 using dp2tp2pp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
                              pipeline<"pp", one_f_one_b, microbatches<2>>, data_parallel<"dp", zero<1>>>;
@@ -76,7 +80,9 @@ void run(mpi_communicator& world, const char* name) {
     held_grads = dp.local().grads().size() + dp.local().grad_windows().size();
     WEFT_CHECK(held_grads < n);
   }
-  WEFT_CHECK(dp_t::grads_by_layer == (zero >= 2 && Plan::tp == 1 && Plan::pp == 1));  // 4 blocks: windows pay
+  // 4 blocks: windows pay, on a single rank and on a tensor-parallel shard (not a pipeline stage)
+  WEFT_CHECK(dp_t::grads_by_layer == (zero >= 2 && Plan::pp == 1));
+  WEFT_CHECK(dp_t::layer_by_layer == (zero == 3 && Plan::pp == 1));
   const std::size_t arena_states = (held + held_grads) * sizeof(T) + (zero == 0 ? n * (mixed ? 3 : 2) * sizeof(M) : 0);
   const std::size_t planned_states = planned.model_state_bytes() + planned.working_bytes;
   WEFT_CHECK(arena >= arena_states);  // the arena really holds them (a tp shard's, a stage's too)
@@ -117,9 +123,11 @@ int main(int argc, char** argv) {
   test::world_rank = world.rank();
   const std::string preset = argc > 1 ? argv[1] : "";
   test::require_args(world,
-                     argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2", "dp-bf16",
+                     argc == 2 && test::one_of(preset, {"dp", "zero1", "zero2", "zero3", "tp2", "pp2", "dp2tp2pp2",
+                                                        "dp2tp2-zero2", "dp2tp2-zero3", "dp2tp2sp-zero3", "dp2tp2-zero3-bf16", "dp-bf16",
                                                         "zero1-bf16", "zero2-bf16", "zero3-bf16", "tp2-bf16", "pp2-bf16"}),
-                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>",
+                     "memory_per_rank: usage: <dp|zero1|zero2|zero3|tp2|pp2|dp2tp2pp2|dp2tp2-zero2|dp2tp2-zero3|dp2tp2sp-zero3|dp2tp2-zero3-bf16|"
+                     "dp-bf16|zero1-bf16|zero2-bf16|zero3-bf16|tp2-bf16|pp2-bf16>",
                      argc, argv);
   if (preset == "dp") run<plan_of<dp_s<0>>>(world, "dp");
   else if (preset == "zero1") run<plan_of<dp_s<1>>>(world, "zero1");
@@ -127,6 +135,10 @@ int main(int argc, char** argv) {
   else if (preset == "zero3") run<plan_of<dp_s<3>>>(world, "zero3");
   else if (preset == "tp2") run<plan_of<tp2_s>>(world, "tp2");
   else if (preset == "pp2") run<plan_of<pp2_s>>(world, "pp2");
+  else if (preset == "dp2tp2-zero2") run<plan_of<dp_tp2_s<2>>>(world, "dp2tp2-zero2");
+  else if (preset == "dp2tp2-zero3") run<plan_of<dp_tp2_s<3>>>(world, "dp2tp2-zero3");
+  else if (preset == "dp2tp2sp-zero3") run<plan_of<dp_tp2_s<3, sequence_parallel>>>(world, "dp2tp2sp-zero3");
+  else if (preset == "dp2tp2-zero3-bf16") run<plan_of<dp_tp2_s<3>, mixed>>(world, "dp2tp2-zero3-bf16");
   else if (preset == "dp-bf16") run<plan_of<dp_s<0>, mixed>>(world, "dp-bf16");
   else if (preset == "zero1-bf16") run<plan_of<dp_s<1>, mixed>>(world, "zero1-bf16");
   else if (preset == "zero2-bf16") run<plan_of<dp_s<2>, mixed>>(world, "zero2-bf16");

@@ -5,6 +5,9 @@
 // gathered parameters must agree. f64 tightly, f32 looser.
 //   mpirun -np 2 mpi_tp_equivalence <gpt|llama> <tp|tpsp> <f64|f32> [steps]
 //   mpirun -np 4 mpi_tp_equivalence <gpt|llama> <dptp|dptpsp> <f64|f32> [steps] [zero 0-3]
+// Under zero<2> and zero<3> the tp shard holds its block stack's gradients (and parameters)
+// layer by layer, two one-block windows that dp fills and reduce-scatters; the run checks that
+// the windows were used (window_reductions, the resident sizes) besides the equivalence.
 // Rank layout (tp fastest): tp group = ranks {2d, 2d+1}, dp group = ranks with one tp index.
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
@@ -16,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -146,14 +150,50 @@ void run_dp_tp(mpi_communicator& world, std::size_t steps, double tol) {
       std::fprintf(stderr, "step %zu: grad norm %.17g vs reference %.17g\n", s, md.grad_norm, mr.grad_norm);
   }
   // example-begin tp-gather
-  dist.gather_parameters();  // ZeRO-3: the dp shards into every rank's tp shard
   std::vector<T> whole(P::param_count);
-  dist.local().gather_parameters(whole);  // the single-process block, on every rank of the tp group
+  if constexpr (Zero == 3) {
+    // ZeRO-3 layer by layer: the arena holds only the layers outside the block stack; the dp
+    // shards all-gathered are this rank's tp shard block, and the tp group makes it whole.
+    const std::vector<T> block = dist.parameters();
+    dist.local().gather_parameters(block, whole);
+  } else {
+    dist.local().gather_parameters(whole);  // the single-process block, on every rank of the tp group
+  }
   // example-end tp-gather
   const double worst = worst_difference<T>(whole, ref.params());
   WEFT_CHECK(worst <= tol * 10);
   WEFT_CHECK(dist.step_count() == steps);
   if constexpr (Zero <= 1) WEFT_CHECK(dist.buckets_overlapped() > 0);  // dp reduction overlapped backward
+  // ZeRO-2/3 hold the block stack layer by layer over the tp shard too: two windows of one
+  // block, every block's window reduce-scattered once per micro-batch and step.
+  using local_plan = typename local_t::local_plan;
+  constexpr std::size_t depth = Model::depth, n = local_plan::param_count, block = local_plan::window_block;
+  if constexpr (Zero >= 2) {
+    static_assert(decltype(dist)::grads_by_layer && local_t::windowed_grads);
+    static_assert(decltype(dist)::layer_by_layer == (Zero == 3) && local_t::windowed_params == (Zero == 3));
+    WEFT_CHECK(block > 0 && local_plan::window_blocks == depth);
+    WEFT_CHECK(dist.window_reductions() == steps * K * depth);
+    WEFT_CHECK(dist.local().grads().size() == n - depth * block);
+    WEFT_CHECK(dist.local().grad_windows().size() == 2 * block);
+    if constexpr (Zero == 3) {
+      WEFT_CHECK(dist.local().params().size() == n - depth * block);
+      WEFT_CHECK(dist.local().param_windows().size() == 2 * block);
+      WEFT_CHECK(dist.window_gathers() > 0);
+      // The whole-block paths say so rather than read a block the arena does not hold.
+      bool threw = false;
+      try {
+        dist.local().gather_parameters(std::span<T>(whole));
+      } catch (const std::logic_error&) {
+        threw = true;
+      }
+      WEFT_CHECK(threw);
+    } else {
+      WEFT_CHECK(dist.local().params().size() == n);
+    }
+  } else {
+    static_assert(!local_t::windowed_grads && !local_t::windowed_params);
+    WEFT_CHECK(dist.local().grads().size() == n);
+  }
   if (world.rank() == 0)
     std::printf("dp%zu x tp%zu%s zero<%zu> %s: %zu steps, worst parameter difference %.3g (tolerance %.1g)\n", dpn,
                 TP, SP ? "+sp" : "", Zero, sizeof(T) == 8 ? "f64" : "f32", steps, worst, tol * 10);

@@ -383,12 +383,24 @@ TEST_CASE("ZeRO-2/3 with data parallelism alone: the arena holds the layers outs
   STATIC_REQUIRE(z3::param_offset_bytes("ln_f.weight") ==
                  z3::offsets[z3::params] + (deep::find_param("ln_f.weight") - 5 * z3::window_block) * sizeof(float));
   // the memory model counts what the arena holds: working bytes = the resident layers and two
-  // windows, of gradients (ZeRO-2, 3) and of parameters (ZeRO-3) — under tp the whole shard
+  // windows, of gradients (ZeRO-2, 3) and of parameters (ZeRO-3), on a tp shard too
   constexpr state_bytes b = state_bytes_for<float>;
   constexpr std::size_t held = z3::resident_param_count + 2 * z3::window_block;
   STATIC_REQUIRE(z3::memory::stage(0, 4).working_bytes == held * b.grads + held * b.params);
   STATIC_REQUIRE(z2::memory::stage(0, 4).working_bytes == held * b.grads);
-  STATIC_REQUIRE(tp3::memory::stage(0, 2).working_bytes == 2 * tp3::memory::stage(0, 2).params * b.grads);
+  // under tp the tp shard's arena (tensor_parallel_plan) holds its stack layer by layer too: the
+  // single-rank arena of tp3 is not windowed, but it asks for windows, and the shard's plan has them
+  using tpl = tensor_parallel_plan<tp3>;
+  STATIC_REQUIRE(tp3::wants_windowed_params && tp3::wants_windowed_grads && !z1::wants_windowed_grads);
+  STATIC_REQUIRE(tpl::windowed_params && tpl::windowed_grads && tpl::window_blocks == 5);
+  STATIC_REQUIRE(tpl::window_block == model_partition<deep, 2>::block.per_rank);
+  STATIC_REQUIRE(tpl::param_count == tp3::memory::stage(0, 2).params);
+  STATIC_REQUIRE(tpl::resident_param_count == tpl::param_count - 5 * tpl::window_block);
+  STATIC_REQUIRE(tpl::section_elements[tpl::windows] == 2 * tpl::window_block);
+  STATIC_REQUIRE(tpl::section_elements[tpl::grad_windows] == 2 * tpl::window_block);
+  STATIC_REQUIRE(!tensor_parallel_plan<z1>::windowed_grads && !tensor_parallel_plan<bare>::windowed_grads);
+  constexpr std::size_t tp_held = tpl::resident_param_count + 2 * tpl::window_block;
+  STATIC_REQUIRE(tp3::memory::stage(0, 2).working_bytes == tp_held * b.grads + tp_held * b.params);
   STATIC_REQUIRE(z3::memory::stage(0, 4).total() < z2::memory::stage(0, 4).total());
   STATIC_REQUIRE(zero_held_elements(100, 10, 1, true) == 100);  // one block: no window saves anything
   STATIC_REQUIRE(zero_held_elements(100, 10, 8, false) == 100 && zero_held_elements(100, 10, 8, true) == 40);

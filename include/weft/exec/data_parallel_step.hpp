@@ -16,31 +16,37 @@
 //            the working parameters before each step's forward
 // Shards are contiguous runs of the parameter block, as even as the count allows.
 // ZeRO-3 layer by layer (issue #7): over a single-rank local step (training_step on a plan with
-// windowed_params) the arena holds only the layers before and after the model's block stack
+// windowed_params), or a tensor-parallel one (tensor_parallel_step, whose tensor_parallel_plan
+// windows its shard's block stack the same way: a block is the rank's shard of one) the arena
+// holds only the layers before and after the model's block stack
 // (embeddings, final norm) and two windows of one block. begin_step gathers the resident layers;
 // the stack's repeat<> asks for each block before it runs forward or backward
 // (block_window_hook), and this step all-gathers that block from the shards into a window and
 // starts gathering the block that runs next into the other (non-blocking where the communicator
 // has iall_gather_v, so the transfer overlaps the current block's compute). Backward runs the
-// blocks in reverse and gathers them again, as ZeRO-3 does. Over a tensor- or pipeline-parallel
-// local step ZeRO-3 still gathers the whole shard before forward.
-// ZeRO-2/3 gradients layer by layer (issue #7): over a single-rank local step (windowed_grads)
-// the arena holds the gradients of the layers outside the stack and two windows of one block.
-// Before each block's backward the stack's repeat<> asks for a zeroed window; when it ends,
+// blocks in reverse and gathers them again, as ZeRO-3 does. Over a pipeline-parallel local step
+// ZeRO-3 still gathers the whole shard before forward (pipelines are out of scope, as DeepSpeed
+// refuses ZeRO-2/3 with them). The window layout is the local step's window_plan (its
+// tensor_parallel_plan), else its plan_type.
+// ZeRO-2/3 gradients layer by layer (issue #7): over a single-rank or tensor-parallel local step
+// (windowed_grads) the arena holds the gradients of the layers outside the stack and two
+// windows of one block. Before each block's backward the stack's repeat<> asks for a zeroed window; when it ends,
 // this rank adds what its shard already holds there (the earlier micro-batches' sums, zeroed
 // at the step's start) to its part of the window, and the window is reduce-scattered into the
 // shards (non-blocking where the communicator has ireduce_scatter_v, finishing while the next
 // block's backward runs). The resident layers' gradients, accumulated over the micro-batches,
 // are reduce-scattered once at the end. Each micro-batch's block gradients are thus summed over
 // the ranks before being added to the earlier ones (as DeepSpeed's ZeRO-2 does under gradient
-// accumulation), one more rounding per micro-batch than summing locally first.
+// accumulation), one more rounding per micro-batch than summing locally first. Under sequence
+// parallelism the tp step interposes on the hook: a block's replicated gradients (norms) are
+// summed over the tp group in its window before grads_done reduce-scatters it here.
 // Memory (issue #7): from zero<1> on, the shard vectors below (moments, and the gradient and
 // master shards) are the only copy: the local step is built on zero_local_plan_t<Plan, Zero>,
 // whose arena has no master or moment sections (state_sections.hpp), and a local step that
 // still holds them is rejected at compile time. Beside the shards the arena keeps the gradient
-// (ZeRO-2/3) and parameter (ZeRO-3) blocks whole over a tensor- or pipeline-parallel local
-// step, and layer by layer (above) the resident layers and two windows of each:
-// memory_model's working_bytes. resident_bytes() is what a rank holds, and
+// (ZeRO-2/3) and parameter (ZeRO-3) blocks whole over a pipeline-parallel local step, and
+// layer by layer (above: single-rank and tensor-parallel) the resident layers and two windows
+// of each: memory_model's working_bytes. resident_bytes() is what a rank holds, and
 // plan<>::memory_per_rank predicts it (tests/mpi/memory_per_rank.cpp).
 // Mixed precision (precision<bf16, f32>, issue #7): the parameters, gradients and activations
 // are bf16 in the local arena; the optimizer state is in the master type M (f32). zero<0> runs
@@ -113,6 +119,25 @@ constexpr bool reduces_by_window() {
   if constexpr (requires { Local::windowed_grads; }) return Local::windowed_grads;
   else return false;
 }
+// The plan whose window layout (window_begin, window_block, window_blocks) a local step has:
+// its window_plan (a tensor-parallel shard's tensor_parallel_plan), else its plan_type.
+template <class Local>
+struct window_plan_of {
+  using type = typename Local::plan_type;
+};
+template <class Local>
+  requires requires { typename Local::window_plan; }
+struct window_plan_of<Local> {
+  using type = typename Local::window_plan;
+};
+// Elements of [begin, begin + out.size()) of a local step's parameter block as it initialises
+// them, in M: its own initial_values(out, begin) where it has one (a tensor-parallel shard's
+// values are the single-process run's at the shard's elements), else the model's initialisers.
+template <class Local, class M>
+void initial_range_of(const Local& l, std::span<M> out, std::size_t begin) {
+  if constexpr (requires { l.initial_values(out, begin); }) l.initial_values(out, begin);
+  else initialise_parameter_range(out, begin, l.parameter_infos(), l.options().seed);
+}
 // Elements of a local step's parameter block (its params() may hold fewer: the windowed ones).
 template <class Local>
 std::size_t parameter_block_size_of(const Local& l) {
@@ -152,7 +177,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   static constexpr std::size_t rows = Plan::rows;  ///< this rank's tokens per micro-batch
   static constexpr std::size_t zero_stage = Zero;
   /// ZeRO-3 gathering the block stack layer by layer, prefetching the next block (a single-rank
-  /// local step on a plan with windowed_params; see the top of this file).
+  /// or tensor-parallel local step with windowed_params; see the top of this file).
   static constexpr bool layer_by_layer = Zero == 3 && detail::gathers_by_window<Local>();
   /// ZeRO-2/3 reducing the block stack's gradients layer by layer: each block's backward writes
   /// into a window that is reduce-scattered into the shards when it ends (see the top of this file).
@@ -200,8 +225,13 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     if constexpr (Zero >= 1 && mixed_precision) {
       // The f32 master shard holds the initial values themselves (as the single-rank step's
       // master does); the bf16 parameters are their rounded copy.
-      if constexpr (requires(std::vector<M>& init) { local_.initial_values(std::span<M>(init)); }) {
-        std::vector<M> init(P);  // a tp shard's, a pipeline stage's
+      if constexpr (layer_by_layer || grads_by_layer ||
+                    requires(std::span<M> out, std::size_t b) { local_.initial_values(out, b); }) {
+        // only the shard is computed (no temporary of the block)
+        master_.resize(shard_size_);
+        detail::initial_range_of(local_, std::span<M>(master_), shard_begin_);
+      } else if constexpr (requires(std::vector<M>& init) { local_.initial_values(std::span<M>(init)); }) {
+        std::vector<M> init(P);  // a pipeline stage's
         local_.initial_values(std::span<M>(init));
         master_.assign(init.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
                        init.begin() + static_cast<std::ptrdiff_t>(shard_begin_ + shard_size_));
@@ -220,7 +250,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
       }
     } else if constexpr (layer_by_layer) {  // the block stack is not resident: the shard alone
       master_.resize(shard_size_);
-      initialise_parameter_range(std::span<M>(master_), shard_begin_, local_.parameter_infos(), local_.options().seed);
+      detail::initial_range_of(local_, std::span<M>(master_), shard_begin_);
     } else if constexpr (Zero == 3) {
       auto p = local_.params();
       master_.assign(p.begin() + static_cast<std::ptrdiff_t>(shard_begin_),
@@ -417,7 +447,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
   /// gathered when they run (and any window gathered before is dropped).
   void gather_parameters() {
     if constexpr (layer_by_layer) {
-      using LP = typename Local::plan_type;
+      using LP = typename detail::window_plan_of<Local>::type;
       constexpr std::size_t cut = LP::window_begin, hole = LP::window_blocks * LP::window_block;
       drop_windows();
       const auto p = local_.params();
@@ -589,7 +619,7 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
     } else if constexpr (grads_by_layer) {
       for (auto& w : grad_slots_) settle(w);  // the stack's last blocks
       // The layers before and after the stack: their gradients are whole in the arena.
-      using LP = typename Local::plan_type;
+      using LP = typename detail::window_plan_of<Local>::type;
       constexpr std::size_t cut = LP::window_begin, hole = LP::window_blocks * LP::window_block;
       const auto g = local_.grads();
       reduce_scatter_range(0, cut, g.data(), false);

@@ -11,6 +11,19 @@
 // backward sees only its sequence slice, so their gradients are summed over the tp group as
 // soon as backward has finished them (before a data-parallel bucket holding them starts).
 // Norms count each replicated parameter once (on tp rank 0), so clipping matches one process.
+//
+// ZeRO-2/3 layer by layer (under data_parallel_step with zero<2> / zero<3>: a plan asking for
+// windows, tensor_parallel_plan::windowed_grads / windowed_params): as training_step, the arena
+// holds the parameters (ZeRO-3) and gradients (ZeRO-2/3) of the layers outside the shard's block
+// stack, back to back, and two one-block windows of each, which the data-parallel step fills and
+// reduce-scatters through the block_window_hook it sets (set_block_window); only the resident
+// layers are initialised (initial_values(out, begin) gives the dp master shards any range of the
+// shard block without a temporary). Under SP the step wraps that hook: when a block's backward
+// ends, its replicated gradients are summed over tp in the window before the dp step's
+// grads_done reduce-scatters it; the later "final" report skips them, and the per-micro-batch
+// zeroing on tp ranks != 0 touches only the resident ones. Under ZeRO-3 the whole-block paths
+// (gather_parameters(whole), load_parameters) throw: gather data_parallel_step::parameters()
+// with gather_parameters(block, whole); checkpoints go through the dp step's master shards.
 #include "weft/comm/communicator.hpp"            // communicator
 #include "weft/comm/tp_adapter.hpp"              // make_tp_group
 #include "weft/model/layer.hpp"                  // frame, param_info, tp_group, grad_ready_hook
@@ -38,34 +51,49 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace weft {
 
-/// Fills this rank's shard `local_block` with exactly the values the single-process run gives
-/// the same elements (initialise_parameters per name, from `seed`), without a temporary: each
-/// parameter's generator skips to the shard's next element (two draws per value).
-template <class T>
-void initialise_shards(std::span<T> local_block, const std::vector<param_info>& local,
-                       const std::vector<param_info>& whole, std::size_t tp, std::size_t rank, std::uint64_t seed) {
+/// Fills elements [begin, begin + out.size()) of this rank's shard block (laid out as `local`)
+/// with exactly the values the single-process run gives the same elements (initialise_parameters
+/// per name, from `seed`), computed in `Via` and converted to the element type of `out` (Via =
+/// f32 into bf16: the rounded copy of the f32 master; void: the element type itself), without a
+/// temporary: each parameter's generator skips to the shard's next element (two draws per value).
+template <class Via = void, class Out>
+void initialise_shard_range(std::span<Out> out, std::size_t begin, const std::vector<param_info>& local,
+                            const std::vector<param_info>& whole, std::size_t tp, std::size_t rank, std::uint64_t seed) {
+  using V = std::conditional_t<std::is_void_v<Via>, Out, Via>;
+  const std::size_t end = begin + out.size();
   for (const auto& p : local) {
+    const std::size_t lo = std::max(p.offset, begin), hi = std::min(p.offset + p.size, end);
+    if (lo >= hi) continue;
     const param_info& w = detail::whole_param(whole, p.name);
     if (!w.random_init) {
-      std::fill_n(local_block.data() + p.offset, p.size, static_cast<T>(w.init_constant));
+      std::fill_n(out.data() + (lo - begin), hi - lo, static_cast<Out>(static_cast<V>(w.init_constant)));
       continue;
     }
     const std::uint64_t stream = detail::param_seed(seed, w.name);
     splitmix64 g{stream};
     std::size_t next = 0, i = 0;  // next: the whole parameter's element the generator is at
     for_each_shard_index(w, p.tp_role == role::replicated ? 1 : tp, rank, [&](std::size_t k) {
-      if (i >= p.size) return;
+      const std::size_t at = p.offset + i++;
+      if (at < lo || at >= hi) return;
       if (k < next) g = splitmix64{stream}, next = 0;  // (the shard maps go forward; kept general)
       g.discard(2 * (k - next));
-      local_block[p.offset + i++] = static_cast<T>(w.init_stddev * detail::normal01(g));
+      out[at - begin] = static_cast<Out>(static_cast<V>(w.init_stddev * detail::normal01(g)));
       next = k + 1;
     });
   }
+}
+
+/// Fills this rank's whole shard block `local_block` (initialise_shard_range from its start).
+template <class T>
+void initialise_shards(std::span<T> local_block, const std::vector<param_info>& local,
+                       const std::vector<param_info>& whole, std::size_t tp, std::size_t rank, std::uint64_t seed) {
+  initialise_shard_range(local_block, 0, local, whole, tp, rank, seed);
 }
 
 namespace detail {
@@ -143,19 +171,28 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
       }
     }
     replicated_params_ = gradient_runs(std::move(replicated_params));
+    if constexpr (windowed_grads) {
+      // The replicated runs of one block of the stack, relative to its start (every block alike):
+      // under SP they are summed over tp in each block's gradient window (on_grad_window_done).
+      for (const auto& p : infos_)
+        if (p.tp_role == role::replicated && p.offset >= hole_begin && p.offset < hole_begin + local_plan::window_block) {
+          const std::size_t at = p.offset - hole_begin;
+          if (!block_replicated_.empty() && block_replicated_.back().offset + block_replicated_.back().size == at)
+            block_replicated_.back().size += p.size;
+          else
+            block_replicated_.push_back({at, p.size});
+        }
+    }
     if constexpr (mixed_precision && optimizer_state_in_arena) {
       // The f32 master shard is initialised; the T parameters are its rounded copy.
       initial_values(master());
       ops::cast(ctx_, flat(ctx_, section(local_plan::params), local_plan::param_count),
                 flat(ctx_, section<M>(local_plan::master), local_plan::param_count));
-    } else if constexpr (mixed_precision) {
-      // No master section (ZeRO's shards hold it): the same rounded values.
-      std::vector<M> values(local_plan::param_count);
-      initial_values(std::span<M>(values));
-      ops::cast(ctx_, flat(ctx_, section(local_plan::params), local_plan::param_count),
-                flat(ctx_, values.data(), local_plan::param_count));
     } else {
-      initialise_shards(params(), infos_, whole_infos_, TP, tp_rank(), options_.seed);
+      // No master section (ZeRO's shards hold it, mixed precision: the same rounded values,
+      // computed in M and rounded element by element): the resident layers only, no temporary
+      // (under ZeRO-3 layer by layer the block stack comes through the windows).
+      initialise_resident(params());
     }
   }
 
@@ -166,8 +203,49 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   U* section(typename local_plan::section_id s) const {
     return reinterpret_cast<U*>(arena_.get() + local_plan::offsets[s]);
   }
-  std::span<T> params() const { return {section(local_plan::params), local_plan::param_count}; }
-  std::span<T> grads() const { return {section(local_plan::grads), local_plan::param_count}; }
+  /// The parameters the arena holds: the whole shard block, or under ZeRO-3 layer by layer
+  /// (windowed_params) the layers before and after the block stack, back to back
+  /// (local_plan::resident_param_count).
+  std::span<T> params() const { return {section(local_plan::params), local_plan::state.params}; }
+  /// The gradients the arena holds: the whole block, or under ZeRO-2/3 layer by layer
+  /// (windowed_grads) the layers before and after the block stack (resident_grad_count).
+  std::span<T> grads() const { return {section(local_plan::grads), local_plan::state.grads}; }
+  /// Elements of this rank's shard block (offsets of parameter_infos(), norm_skipped() and of
+  /// data_parallel_step's shards); params() and grads() may hold fewer (windowed).
+  static constexpr std::size_t parameter_block_size() { return local_plan::param_count; }
+  /// ZeRO-3 (a plan asking for sharded parameters): the block stack's parameters are not
+  /// resident; they come one block at a time through a window data_parallel_step fills
+  /// (set_block_window, block_window_hook), as training_step's do.
+  static constexpr bool windowed_params = local_plan::windowed_params;
+  /// ZeRO-2 and 3: nor are its gradients; each block's backward writes into a window that
+  /// data_parallel_step hands out and reduce-scatters into the gradient shards.
+  static constexpr bool windowed_grads = local_plan::windowed_grads;
+  /// The plan whose window layout (window_begin, window_block, window_blocks) this step has.
+  using window_plan = local_plan;
+  /// The two one-block parameter windows (windowed_params only; empty otherwise).
+  std::span<T> param_windows() const {
+    return {section(local_plan::windows), local_plan::section_elements[local_plan::windows]};
+  }
+  /// The two one-block gradient windows (windowed_grads only; empty otherwise).
+  std::span<T> grad_windows() const {
+    return {section(local_plan::grad_windows), local_plan::section_elements[local_plan::grad_windows]};
+  }
+  /// The window hook of every frame of this step (parameters under windowed_params, gradients
+  /// under windowed_grads, and only then), as training_step::set_block_window. Under sequence
+  /// parallelism the step interposes on the gradient calls: a block's replicated parameters
+  /// (norms) are summed over the tp group in its window before the caller's grads_done
+  /// reduce-scatters it.
+  void set_block_window(block_window_hook<T> hook)
+    requires(windowed_params || windowed_grads)
+  {
+    if ((hook.params_fn != nullptr) != windowed_params || (hook.grads_fn != nullptr) != windowed_grads ||
+        (hook.grads_fn != nullptr) != (hook.grads_done != nullptr))
+      throw std::logic_error("weft::tensor_parallel_step::set_block_window: the hook's parameter and gradient functions "
+                             "must match the plan's windowed_params and windowed_grads.");
+    hook.begin = local_plan::window_begin;
+    hook.size = hole_size;
+    window_ = hook;
+  }
   /// The AdamW moments of the shard, in M (only when the arena holds them: not under ZeRO >= 1).
   std::span<M> adam_m() const
     requires local_plan::optimizer_state_in_arena
@@ -186,6 +264,11 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   /// them (data_parallel_step's ZeRO master shards too); the T parameters are their rounding.
   void initial_values(std::span<M> out) const {
     initialise_shards(out, infos_, whole_infos_, TP, tp_rank(), options_.seed);
+  }
+  /// The same values of elements [begin, begin + out.size()) of the shard block only (no
+  /// temporary of the block: data_parallel_step's ZeRO master shards start from them).
+  void initial_values(std::span<M> out, std::size_t begin) const {
+    initialise_shard_range(out, begin, infos_, whole_infos_, TP, tp_rank(), options_.seed);
   }
   /// The whole micro-batch's (batch, seq) ids: the same on every rank of the tp group.
   std::span<std::int32_t, rows> tokens() const { return std::span<std::int32_t, rows>{section<std::int32_t>(local_plan::tokens), rows}; }
@@ -217,6 +300,19 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     frame_type f = arena_frame<frame_type, local_plan>(arena_.get(), ctx_, with_grads);
     f.tp = tp_.get();
     if (with_grads && (SP || grad_ready_)) f.grad_ready = {&tensor_parallel_step::on_grads_final, this};
+    if constexpr (windowed_params || windowed_grads) {
+      if (!window_)
+        throw std::logic_error("weft::tensor_parallel_step: this plan keeps the block stack's parameters or gradients "
+                               "in ZeRO shards (windowed_params, windowed_grads), but no window hook is set. Run it "
+                               "inside data_parallel_step<..., zero<2>> or zero<3>, which gathers and reduces them.");
+      f.window = window_;
+      if constexpr (SP && windowed_grads) {  // this step's gradient calls around the caller's
+        f.window.context = this;
+        if constexpr (windowed_params) f.window.params_fn = &tensor_parallel_step::on_param_window;
+        f.window.grads_fn = &tensor_parallel_step::on_grad_window;
+        f.window.grads_done = &tensor_parallel_step::on_grad_window_done;
+      }
+    }
     return f;
   }
 
@@ -239,8 +335,10 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     if constexpr (SP) {
       // The sum over tp below adds every rank's share; rank 0 alone carries the earlier
       // micro-batches' sums, so that accumulation counts them once.
+      // Layer by layer only the resident runs: a block's window is zeroed for each micro-batch.
       if (tp_rank() != 0)
-        for (const auto& r : replicated_) ops::zero(ctx_, flat(ctx_, section(local_plan::grads) + r.offset, r.size));
+        for (const auto& r : replicated_)
+          for_resident_grads(r.offset, r.size, [&](T* g, std::size_t n) { ops::zero(ctx_, flat(ctx_, g, n)); });
       replicated_params_.restart();
     }
     const frame_type f = root_frame(true);
@@ -267,7 +365,9 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
 
   /// Squared global norm of the model's gradients, each replicated parameter once
   /// (collective over the tp group).
-  double grad_norm_squared() const {
+  double grad_norm_squared() const
+    requires(!windowed_grads)  // the block stack's gradients are data_parallel_step's shards
+  {
     const T* g = section(local_plan::grads);
     double sq = 0;
     const auto add = [&](std::size_t b, std::size_t e) {
@@ -304,8 +404,25 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
 
   /// Collective over the tp group: the single-process parameter block (Plan::param_count
   /// elements, laid out as Plan::parameters()) from every rank's shard.
+  /// Under ZeRO-3 layer by layer (windowed_params) the arena does not hold the block stack: a
+  /// clear error; gather the shard block with data_parallel_step::parameters() and pass it to
+  /// gather_parameters(block, whole).
   void gather_parameters(std::span<T> whole) const {
-    gather_shards(*tp_, std::span<const T>(params()), infos_, whole_infos_, whole);
+    if constexpr (windowed_params)
+      throw std::logic_error("weft::tensor_parallel_step::gather_parameters: under ZeRO-3 layer by layer the arena "
+                             "holds only the layers outside the block stack. Pass data_parallel_step::parameters() "
+                             "(the shard block) to gather_parameters(block, whole).");
+    else
+      gather_shards(*tp_, std::span<const T>(params()), infos_, whole_infos_, whole);
+  }
+  /// Collective over the tp group: the single-process block from every rank's shard block
+  /// `block` (parameter_block_size() elements, e.g. data_parallel_step::parameters()).
+  void gather_parameters(std::span<const T> block, std::span<T> whole) const {
+    if (block.size() != local_plan::param_count)
+      throw std::invalid_argument("weft::tensor_parallel_step::gather_parameters: the shard block has " +
+                                  std::to_string(block.size()) + " elements, not " +
+                                  std::to_string(local_plan::param_count) + ".");
+    gather_shards(*tp_, block, infos_, whole_infos_, whole);
   }
   /// Collective over the tp group: the single-process block of the f32 master weights (mixed
   /// precision without ZeRO: master() is not empty), as gather_parameters.
@@ -313,8 +430,15 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
     gather_shards(*tp_, std::span<const M>(master()), infos_, whole_infos_, whole);
   }
   /// This rank's shard from a single-process parameter block (e.g. a loaded checkpoint).
+  /// Under ZeRO-3 layer by layer the parameters are data_parallel_step's master shards (the
+  /// distributed checkpoint loads them there): a clear error.
   void load_parameters(std::span<const T> whole) {
-    scatter_shards(whole, whole_infos_, params(), infos_, TP, tp_rank());
+    if constexpr (windowed_params)
+      throw std::logic_error("weft::tensor_parallel_step::load_parameters: under ZeRO-3 layer by layer the arena does "
+                             "not hold the block stack; the parameters are data_parallel_step's master shards (load "
+                             "a checkpoint through load_checkpoint).");
+    else
+      scatter_shards(whole, whole_infos_, params(), infos_, TP, tp_rank());
   }
 
  private:
@@ -328,9 +452,50 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   }
   // All-reduces the replicated parameters at offsets >= from not yet reduced in this backward
   // (gradient_runs.hpp).
+  // Layer by layer the runs inside the block stack are taken (marked done) but not reduced here:
+  // each block's were summed in its window before it was reduce-scattered (on_grad_window_done).
   void reduce_replicated(std::size_t from) {
+    replicated_params_.take_final(from, [&](std::size_t at, std::size_t n) {
+      for_resident_grads(at, n, [&](T* g, std::size_t k) { tp_->all_reduce_sum(g, k); });
+    });
+  }
+  // f(pointer, count) for the parts of run [at, at + n) of the gradient block the arena holds,
+  // at their resident addresses (past the block stack's hole: earlier); nothing for the part
+  // inside the hole when the gradients come through windows.
+  template <class F>
+  void for_resident_grads(std::size_t at, std::size_t n, F&& f) const {
     T* g = section(local_plan::grads);
-    replicated_params_.take_final(from, [&](std::size_t at, std::size_t n) { tp_->all_reduce_sum(g + at, n); });
+    if constexpr (!windowed_grads) {
+      f(g + at, n);
+    } else {
+      const std::size_t e = at + n, hole_end = hole_begin + hole_size;
+      if (at < hole_begin) f(g + at, std::min(e, hole_begin) - at);
+      if (e > hole_end) {
+        const std::size_t b = std::max(at, hole_end);
+        f(g + (b - hole_size), e - b);
+      }
+    }
+  }
+
+  // ---- ZeRO layer by layer under SP: the caller's window hook, with the tp sum of each block's
+  // replicated gradients in its window before the caller reduce-scatters it ----
+  static T* on_param_window(void* self, std::size_t offset, std::size_t count, std::size_t next) {
+    const auto& s = *static_cast<tensor_parallel_step*>(self);
+    return s.window_.params_fn(s.window_.context, offset, count, next);
+  }
+  static T* on_grad_window(void* self, std::size_t offset, std::size_t count) {
+    auto& s = *static_cast<tensor_parallel_step*>(self);
+    s.grad_window_ = s.window_.grads_fn(s.window_.context, offset, count);
+    s.grad_window_offset_ = offset;
+    return s.grad_window_;
+  }
+  static void on_grad_window_done(void* self, std::size_t offset, std::size_t count) {
+    auto& s = *static_cast<tensor_parallel_step*>(self);
+    if (offset != s.grad_window_offset_ || s.grad_window_ == nullptr)
+      throw std::logic_error("weft::tensor_parallel_step: a block's gradient window was handed back out of order.");
+    for (const auto& r : s.block_replicated_) s.tp_->all_reduce_sum(s.grad_window_ + r.offset, r.size);
+    s.grad_window_ = nullptr;
+    s.window_.grads_done(s.window_.context, offset, count);
   }
 
   train_options options_;
@@ -344,6 +509,27 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   gradient_runs replicated_params_;     // each replicated parameter
   std::size_t step_ = 0;
   grad_ready_hook grad_ready_{};
+  // ZeRO layer by layer: the block stack's hole in the resident blocks, the caller's hook, and
+  // (SP) each block's replicated runs and the gradient window being written.
+  static constexpr std::size_t hole_begin = local_plan::window_begin;
+  static constexpr std::size_t hole_size = local_plan::window_blocks * local_plan::window_block;
+  block_window_hook<T> window_{};
+  std::vector<run> block_replicated_;
+  T* grad_window_ = nullptr;
+  std::size_t grad_window_offset_ = 0;
+
+  // The resident parameters' initial values (rounded from M under mixed precision): the whole
+  // shard block, or the layers before and after the block stack (windowed_params).
+  void initialise_resident(std::span<T> out) const {
+    using Via = std::conditional_t<mixed_precision, M, void>;
+    if constexpr (!windowed_params) {
+      initialise_shard_range<Via>(out, 0, infos_, whole_infos_, TP, tp_rank(), options_.seed);
+    } else {
+      initialise_shard_range<Via>(out.first(hole_begin), 0, infos_, whole_infos_, TP, tp_rank(), options_.seed);
+      initialise_shard_range<Via>(out.subspan(hole_begin), hole_begin + hole_size, infos_, whole_infos_, TP, tp_rank(),
+                                  options_.seed);
+    }
+  }
 };
 
 }  // namespace weft

@@ -52,12 +52,12 @@
 // expert group's ranks hold the same dense states: expert_parallel_local in data_parallel_step).
 // Working buffers — what weft's executors hold whole on top of ZeRO's partition
 // (zero_working_bytes): under ZeRO-2 and -3 the gradients backward writes, and under ZeRO-3
-// the gathered parameters. On a single-rank local step both are held layer by layer: the
-// layers outside the block stack, and two one-block windows (parameters: the block in use and
-// the next, prefetched; gradients: the block backward writes and the one being reduce-scattered
-// into the shards, as the paper reduces bucket by bucket during backward). A tensor- or
-// pipeline-parallel shard holds its whole gradient and gathered parameter blocks
-// (zero_held_elements). stage_memory::working_bytes, counted in total();
+// the gathered parameters. On a single-rank or tensor-parallel local step both are held layer
+// by layer: the layers outside the block stack, and two one-block windows (parameters: the
+// block in use and the next, prefetched; gradients: the block backward writes and the one being
+// reduce-scattered into the shards, as the paper reduces bucket by bucket during backward); a
+// tp rank's block is its shard of one block. A pipeline stage (and an expert-parallel rank)
+// holds its whole gradient and gathered parameter blocks (zero_held_elements). stage_memory::working_bytes, counted in total();
 // model_state_bytes() stays ZeRO's.
 // Communication buffers — the temporaries the MPI library allocates inside data_parallel_step's
 // collectives (comm_buffer_bytes): Open MPI 4.1's non-blocking all-reduce holds one of each
@@ -119,12 +119,12 @@ constexpr model_state_bytes zero_model_states(std::size_t psi, const state_bytes
 }
 
 /// Elements of the parameter block (ZeRO-3) or of the gradient block (ZeRO-2 and 3) a rank of
-/// `psi` parameters holds whole at once. Layer by layer (a single-rank local step, whose
-/// model's block stack is `blocks` blocks of `block` elements, blocks >= 2): the layers before
-/// and after the stack and two windows of one block (parameters: the block in use and the next,
-/// prefetched; gradients: the block being written and the one being reduce-scattered;
-/// plan<>::windowed_params, windowed_grads). Otherwise (a tensor- or pipeline-parallel shard,
-/// or no block stack): all of them.
+/// `psi` parameters holds whole at once. Layer by layer (a single-rank or tensor-parallel local
+/// step, whose block stack is `blocks` blocks of `block` elements on this rank, blocks >= 2):
+/// the layers before and after the stack and two windows of one block (parameters: the block
+/// in use and the next, prefetched; gradients: the block being written and the one being
+/// reduce-scattered; plan<>::windowed_params, windowed_grads, and tensor_parallel_plan's).
+/// Otherwise (a pipeline stage, an expert-parallel rank, or no block stack): all of them.
 constexpr std::size_t zero_held_elements(std::size_t psi, std::size_t block, std::size_t blocks,
                                          bool layer_by_layer) noexcept {
   return layer_by_layer && blocks >= 2 && blocks * block <= psi ? psi - blocks * block + 2 * block : psi;
@@ -422,11 +422,14 @@ struct memory_model {
     m.param_bytes = st.params;
     m.grad_bytes = st.grads;
     m.optimizer_bytes = st.optimizer;
-    constexpr bool layer_by_layer = tp == 1 && pp == 1 && moe.ep <= 1 && partition::has_blocks && partition::blocks >= 2;
+    // ZeRO-2/3 layer by layer over the block stack of a single rank or of a tensor-parallel
+    // shard (plan<>::windowed_*, tensor_parallel_plan::windowed_*): one block is its elements
+    // on one tp rank. A pipeline stage and an expert-parallel rank hold whole.
+    constexpr bool layer_by_layer = pp == 1 && moe.ep <= 1 && partition::has_blocks && partition::blocks >= 2;
     m.working_bytes = zero_working_bytes(m.params, bytes, Strategy::zero_stage,
-                                         zero_held_elements(m.params, partition::block.total, partition::blocks, layer_by_layer));
+                                         zero_held_elements(m.params, partition::block.per_rank, partition::blocks, layer_by_layer));
     m.comm_bytes = comm_buffer_bytes(m.params, bytes.grads, Strategy::zero_stage, dp, Strategy::bucket_bytes,
-                                     layer_by_layer ? partition::block.total : 0);
+                                     layer_by_layer ? partition::block.per_rank : 0);
     m.layers = layers_per_chunk * chunks;
     m.activation_sets = peak_activation_sets(kind, pp, microbatches, chunks, s);
     m.layer_bytes = layer_bytes;

@@ -190,16 +190,24 @@ struct plan {
   //     windows of one block (block_window_hook::params_fn);
   //   * ZeRO-2 and 3 (zero<2>, zero<3>, or the sharded_gradients option): nor are its
   //     gradients; two gradient windows of one block each (block_window_hook::grads_fn).
-  // Single-rank arenas only: a tensor- or pipeline-parallel shard under ZeRO-2/3 holds whole.
+  // A tensor-parallel rank's arena (tensor_parallel_plan) holds its shard's stack the same way.
+  // This arena windows a single rank's stack; a tensor-parallel shard's arena
+  // (tensor_parallel_plan) windows its own stack the same way, when this plan asks for windows
+  // (wants_windowed_params, wants_windowed_grads). A pipeline stage holds whole.
   using window_partition = model_partition<Model>;
+  /// Whether ZeRO-3 (zero<3>, or sharded_parameters) asks for parameter windows, and ZeRO-2/3
+  /// (zero<2>, zero<3>, sharded_gradients, sharded_parameters) for gradient windows, whatever
+  /// the model: the arena that runs the block stack (this one, or a tensor-parallel shard's)
+  /// windows it when it has one.
+  static constexpr bool wants_windowed_params =
+      strategy_type::zero_stage == 3 || detail::count_of<detail::is_sharded_parameters, Options...> > 0;
+  static constexpr bool wants_windowed_grads = strategy_type::zero_stage >= 2 || wants_windowed_params ||
+                                               detail::count_of<detail::is_sharded_gradients, Options...> > 0;
   static constexpr bool has_block_stack = strategy_type::tp == 1 && strategy_type::pp == 1 &&
                                           ep_degree<strategy_type> == 1 && window_partition::has_blocks &&
                                           window_partition::blocks >= 2;
-  static constexpr bool windowed_params =
-      (strategy_type::zero_stage == 3 || detail::count_of<detail::is_sharded_parameters, Options...> > 0) && has_block_stack;
-  static constexpr bool windowed_grads =
-      (strategy_type::zero_stage >= 2 || windowed_params || detail::count_of<detail::is_sharded_gradients, Options...> > 0) &&
-      has_block_stack;
+  static constexpr bool windowed_params = wants_windowed_params && has_block_stack;
+  static constexpr bool windowed_grads = wants_windowed_grads && has_block_stack;
   /// The block stack's first parameter (offset in the model's block), one block's elements and
   /// the blocks (windowed_params or windowed_grads only; 0 otherwise).
   static constexpr bool windowed = windowed_params || windowed_grads;

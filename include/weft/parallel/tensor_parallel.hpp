@@ -42,6 +42,7 @@
 #include "weft/ops/accumulate.hpp"                  // accumulate
 #include "weft/ops/copy.hpp"                        // copy
 #include "weft/ops/fill.hpp"                        // zero
+#include "weft/parallel/partition.hpp"              // model_partition (the block stack's windows)
 #include "weft/parallel/pipeline_stage.hpp"         // carried_params
 #include "weft/parallel/state_sections.hpp"         // local_state_sections
 
@@ -411,6 +412,26 @@ constexpr bool has_strategy() {
   if constexpr (requires { Plan::has_strategy; }) return Plan::has_strategy;
   else return false;
 }
+// Whether the plan asks for ZeRO-3's parameter windows and ZeRO-2/3's gradient windows
+// (plan<>::wants_windowed_params, wants_windowed_grads; false for a plan without them).
+template <class Plan>
+constexpr bool wants_windowed_params() {
+  if constexpr (requires { Plan::wants_windowed_params; }) return Plan::wants_windowed_params;
+  else return false;
+}
+template <class Plan>
+constexpr bool wants_windowed_grads() {
+  if constexpr (requires { Plan::wants_windowed_grads; }) return Plan::wants_windowed_grads;
+  else return false;
+}
+// Whether a plan's strategy has one pipeline stage and one expert rank (1 and 1 without one).
+template <class Plan>
+constexpr bool single_stage_dense() {
+  std::size_t pp = 1, ep = 1;
+  if constexpr (requires { Plan::pp; }) pp = Plan::pp;
+  if constexpr (requires { Plan::ep; }) ep = Plan::ep;
+  return pp == 1 && ep == 1;
+}
 // TP and SP as given, and as the strategy says (printed when they differ).
 template <std::size_t TP, bool SP, std::size_t StrategyTp, bool StrategySp, bool HasStrategy>
 inline constexpr bool tp_agrees_with_strategy = !HasStrategy || (TP == StrategyTp && SP == StrategySp);
@@ -458,21 +479,54 @@ struct tensor_parallel_plan {
   using loss_type = std::conditional_t<(sizeof(T) < sizeof(float)), float, T>;
   /// The model-state sections (state_sections.hpp): no master or moments when ZeRO shards them.
   static constexpr bool optimizer_state_in_arena = detail::optimizer_in_arena<Plan>();
-  static constexpr state_sections state = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
+  // ZeRO layer by layer over this shard's block stack (its top-level repeat<N, Block>, N >= 2),
+  // as plan<> lays out a single rank's: when the plan asks for windows (its strategy's zero<3> /
+  // zero<2>, or zero_local_plan_t's sharded_parameters / sharded_gradients), one pipeline stage
+  // and no expert parallelism, the arena holds the layers before and after the stack and two
+  // one-block windows of parameters (ZeRO-3) and of gradients (ZeRO-2/3), which
+  // data_parallel_step fills and reduce-scatters (block_window_hook).
+  using window_partition = model_partition<model>;  // the shard's own layers (tp 1: as they are)
+  static constexpr bool has_block_stack =
+      detail::single_stage_dense<Plan>() && window_partition::has_blocks && window_partition::blocks >= 2;
+  static constexpr bool windowed_params = detail::wants_windowed_params<Plan>() && has_block_stack;
+  static constexpr bool windowed_grads = (detail::wants_windowed_grads<Plan>() || windowed_params) && has_block_stack;
+  static constexpr bool windowed = windowed_params || windowed_grads;
+  static constexpr bool windows_with_sharded_optimizer = !windowed || !optimizer_state_in_arena;
+  static_assert(windows_with_sharded_optimizer, "weft::tensor_parallel_plan: the plan keeps the block stack's parameters or gradients in ZeRO windows, but the arena's own optimizer would update parameters and gradients it does not hold. Add sharded_optimizer_state (data_parallel_step keeps the optimizer state), or build the plan with zero_local_plan_t<Plan, Z>.");
+  /// The block stack's first parameter (offset in this shard's block), one block's elements and
+  /// the blocks (windowed only; 0 otherwise).
+  static constexpr std::size_t window_begin = windowed ? window_partition::pre.total : 0;
+  static constexpr std::size_t window_block = windowed ? window_partition::block.total : 0;
+  static constexpr std::size_t window_blocks = windowed ? window_partition::blocks : 0;
+  static constexpr bool window_layout_exact =
+      !windowed || window_begin + window_blocks * window_block + window_partition::post.total == param_count;
+  static_assert(window_layout_exact, "weft::tensor_parallel_plan: the shard's block stack does not account for its parameter block (internal error).");
+  /// Parameter and gradient elements the arena holds whole: param_count less the stack when it
+  /// comes through windows.
+  static constexpr std::size_t resident_param_count = param_count - (windowed_params ? window_blocks * window_block : 0);
+  static constexpr std::size_t resident_grad_count = param_count - (windowed_grads ? window_blocks * window_block : 0);
+  static constexpr state_sections state = [] {
+    state_sections st = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
+    st.params = resident_param_count;
+    st.grads = resident_grad_count;
+    return st;
+  }();
 
   enum section_id : std::size_t {
-    params, grads, master, adam_m, adam_v, kept, logits, scratch, losses, loss_work, tokens, targets, n_sections
+    params, grads, master, adam_m, adam_v, windows, grad_windows, kept, logits, scratch, losses, loss_work, tokens,
+    targets, n_sections
   };
   static constexpr std::array<std::string_view, n_sections> section_names{
-      "parameters", "gradients", "master weights", "adamw m", "adamw v", "kept activations", "logits / dlogits",
-      "workspace", "losses", "loss workspace", "token ids", "targets"};
+      "parameters", "gradients", "master weights", "adamw m", "adamw v", "parameter windows", "gradient windows",
+      "kept activations", "logits / dlogits", "workspace", "losses", "loss workspace", "token ids", "targets"};
   // (the master section is empty without mixed precision: the layout is the single-type one)
   static constexpr std::array<std::size_t, n_sections> section_elements{
-      state.params, state.grads, state.master, state.moments, state.moments, kept_count, logits_count,
-      scratch_count, rows, loss_work_count, rows, rows};
+      state.params, state.grads, state.master, state.moments, state.moments, windowed_params ? 2 * window_block : 0,
+      windowed_grads ? 2 * window_block : 0, kept_count, logits_count, scratch_count, rows, loss_work_count, rows,
+      rows};
   static constexpr std::array<std::size_t, n_sections> section_element_bytes{
       sizeof(T), sizeof(T), sizeof(master_type), sizeof(master_type), sizeof(master_type), sizeof(T), sizeof(T),
-      sizeof(T), sizeof(loss_type), sizeof(double), sizeof(std::int32_t), sizeof(std::int32_t)};
+      sizeof(T), sizeof(T), sizeof(T), sizeof(loss_type), sizeof(double), sizeof(std::int32_t), sizeof(std::int32_t)};
   static constexpr std::size_t alignment = 64;
   static constexpr std::array<std::size_t, n_sections> offsets = [] {
     std::array<std::size_t, n_sections> o{};

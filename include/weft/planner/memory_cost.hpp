@@ -63,11 +63,14 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   m.param_bytes = ms.params;
   m.grad_bytes = ms.grads;
   m.optimizer_bytes = ms.optimizer;
-  const bool layer_by_layer = s.tp == 1 && s.pp == 1 && s.ep == 1 && md.depth >= 2;
+  // ZeRO-2/3 layer by layer over the block stack of a single rank or a tensor-parallel shard
+  // (one block: its elements on one tp rank); a pipeline stage holds whole.
+  const bool layer_by_layer = s.pp == 1 && s.ep == 1 && md.depth >= 2;
+  const std::size_t block = md.block.per_rank(s.tp);
   m.working_bytes = zero_working_bytes(m.params, p.states, s.zero,
-                                       zero_held_elements(m.params, md.block.total(), md.depth, layer_by_layer));
+                                       zero_held_elements(m.params, block, md.depth, layer_by_layer));
   m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, s.dp, s.bucket_bytes,
-                                   layer_by_layer ? md.block.total() : 0);
+                                   layer_by_layer ? block : 0);
   const std::size_t per_chunk = md.depth / (s.pp * v);
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;
