@@ -37,6 +37,7 @@
 #include "weft/ops/sum_squares.hpp"              // sum_squares_continue
 #include "weft/parallel/tensor_parallel.hpp"     // tensor_parallel_plan, tp_model, gather_shards, scatter_shards, for_each_shard_index
 #include "weft/exec/arena_frame.hpp"            // arena_frame
+#include "weft/exec/arena_sections.hpp"         // arena_sections
 #include "weft/exec/gradient_runs.hpp"          // gradient_runs
 #include "weft/exec/training_step.hpp"          // train_options, step_metrics, initialise_parameters
 
@@ -96,29 +97,18 @@ void initialise_shards(std::span<T> local_block, const std::vector<param_info>& 
   initialise_shard_range(local_block, 0, local, whole, tp, rank, seed);
 }
 
-namespace detail {
-// Mixed-precision AdamW over runs {offset, size, decay} of a parameter block (as
-// adamw_over_groups): the master and moments (M, e.g. f32) updated from the T gradients, the T
-// parameters written from the new master in the same pass (one rounding); returns the rate.
-template <execution_context Ctx, class T, class M, class Groups>
-double mixed_adamw_over_groups(const Ctx& ctx, const train_options& options, std::size_t& step, M* master, T* params,
-                               const T* grads, M* m, M* v, const Groups& groups) {
-  const auto& o = options.optimizer;
-  const double lr = options.schedule.at(step, o.lr);
-  ++step;
-  for (const auto& g : groups)
-    ops::adamw_step(ctx, flat(ctx, master + g.offset, g.size), flat(ctx, params + g.offset, g.size),
-                    flat(ctx, grads + g.offset, g.size), flat(ctx, m + g.offset, g.size),
-                    flat(ctx, v + g.offset, g.size), static_cast<float>(lr), o.beta1, o.beta2, o.eps,
-                    g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
-  return lr;
-}
-}  // namespace detail
 
 /// The training step of one of `TP` tensor-parallel ranks for the single-process plan `Plan`
 /// (`SP`: with sequence parallelism). TP and SP default to the plan's strategy<>.
 template <class Plan, std::size_t TP = detail::strategy_tp<Plan>(), bool SP = detail::strategy_sp<Plan>()>
-class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP, SP>> {
+class tensor_parallel_step
+    : public step_skeleton<tensor_parallel_step<Plan, TP, SP>>,
+      public detail::arena_sections<tensor_parallel_step<Plan, TP, SP>, tensor_parallel_plan<Plan, TP, SP>,
+                                    typename Plan::value_type, typename tensor_parallel_plan<Plan, TP, SP>::master_type> {
+  using sections = detail::arena_sections<tensor_parallel_step<Plan, TP, SP>, tensor_parallel_plan<Plan, TP, SP>,
+                                          typename Plan::value_type,
+                                          typename tensor_parallel_plan<Plan, TP, SP>::master_type>;
+
  public:
   using plan_type = Plan;
   using local_plan = tensor_parallel_plan<Plan, TP, SP>;
@@ -203,62 +193,23 @@ class tensor_parallel_step : public step_skeleton<tensor_parallel_step<Plan, TP,
   U* section(typename local_plan::section_id s) const {
     return reinterpret_cast<U*>(arena_.get() + local_plan::offsets[s]);
   }
-  /// The parameters the arena holds: the whole shard block, or under ZeRO-3 layer by layer
-  /// (windowed_params) the layers before and after the block stack, back to back
-  /// (local_plan::resident_param_count).
-  std::span<T> params() const { return {section(local_plan::params), local_plan::state.params}; }
-  /// The gradients the arena holds: the whole block, or under ZeRO-2/3 layer by layer
-  /// (windowed_grads) the layers before and after the block stack (resident_grad_count).
-  std::span<T> grads() const { return {section(local_plan::grads), local_plan::state.grads}; }
-  /// Elements of this rank's shard block (offsets of parameter_infos(), norm_skipped() and of
-  /// data_parallel_step's shards); params() and grads() may hold fewer (windowed).
-  static constexpr std::size_t parameter_block_size() { return local_plan::param_count; }
-  /// ZeRO-3 (a plan asking for sharded parameters): the block stack's parameters are not
-  /// resident; they come one block at a time through a window data_parallel_step fills
-  /// (set_block_window, block_window_hook), as training_step's do.
-  static constexpr bool windowed_params = local_plan::windowed_params;
-  /// ZeRO-2 and 3: nor are its gradients; each block's backward writes into a window that
-  /// data_parallel_step hands out and reduce-scatters into the gradient shards.
-  static constexpr bool windowed_grads = local_plan::windowed_grads;
+  // params(), grads() (the resident ones: the whole shard block, or under ZeRO-2/3 layer by layer
+  // the layers outside the block stack), parameter_block_size() (this rank's shard block: the
+  // offsets of parameter_infos(), norm_skipped() and data_parallel_step's shards),
+  // windowed_params, windowed_grads, param_windows(), grad_windows(), adam_m(), adam_v(),
+  // master(): arena_sections.hpp, as training_step's.
+  using sections::windowed_params, sections::windowed_grads, sections::params, sections::master;
   /// The plan whose window layout (window_begin, window_block, window_blocks) this step has.
   using window_plan = local_plan;
-  /// The two one-block parameter windows (windowed_params only; empty otherwise).
-  std::span<T> param_windows() const {
-    return {section(local_plan::windows), local_plan::section_elements[local_plan::windows]};
-  }
-  /// The two one-block gradient windows (windowed_grads only; empty otherwise).
-  std::span<T> grad_windows() const {
-    return {section(local_plan::grad_windows), local_plan::section_elements[local_plan::grad_windows]};
-  }
-  /// The window hook of every frame of this step (parameters under windowed_params, gradients
-  /// under windowed_grads, and only then), as training_step::set_block_window. Under sequence
-  /// parallelism the step interposes on the gradient calls: a block's replicated parameters
-  /// (norms) are summed over the tp group in its window before the caller's grads_done
-  /// reduce-scatters it.
+  /// The window hook of every frame of this step, as training_step::set_block_window. Under
+  /// sequence parallelism the step interposes on the gradient calls: a block's replicated
+  /// parameters (norms) are summed over the tp group in its window before the caller's
+  /// grads_done reduce-scatters it.
   void set_block_window(block_window_hook<T> hook)
     requires(windowed_params || windowed_grads)
   {
-    if ((hook.params_fn != nullptr) != windowed_params || (hook.grads_fn != nullptr) != windowed_grads ||
-        (hook.grads_fn != nullptr) != (hook.grads_done != nullptr))
-      throw std::logic_error("weft::tensor_parallel_step::set_block_window: the hook's parameter and gradient functions "
-                             "must match the plan's windowed_params and windowed_grads.");
-    hook.begin = local_plan::window_begin;
-    hook.size = hole_size;
-    window_ = hook;
+    window_ = sections::planned_window(hook, "tensor_parallel_step");
   }
-  /// The AdamW moments of the shard, in M (only when the arena holds them: not under ZeRO >= 1).
-  std::span<M> adam_m() const
-    requires local_plan::optimizer_state_in_arena
-  {
-    return {section<M>(local_plan::adam_m), local_plan::state.moments};
-  }
-  std::span<M> adam_v() const
-    requires local_plan::optimizer_state_in_arena
-  {
-    return {section<M>(local_plan::adam_v), local_plan::state.moments};
-  }
-  /// The optimizer's f32 copy of the shard (mixed precision without ZeRO only; empty otherwise).
-  std::span<M> master() const { return {section<M>(local_plan::master), local_plan::state.master}; }
   /// Writes the initial values of this rank's shard in M into `out` (params().size() elements):
   /// the single-process run's values of the same elements. A mixed-precision master starts from
   /// them (data_parallel_step's ZeRO master shards too); the T parameters are their rounding.

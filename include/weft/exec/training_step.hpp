@@ -9,6 +9,7 @@
 // batch (step_metrics::skipped). An optional predicate `accept(loss, grad_norm)` (a spike_guard,
 // train/stability.hpp) may reject a finite step the same way.
 #include "weft/exec/arena_frame.hpp"    // arena_frame
+#include "weft/exec/arena_sections.hpp" // arena_sections
 #include "weft/exec/context.hpp"        // host_context
 #include "weft/exec/memory.hpp"         // context_buffer, copy_to_context, copy_from_context
 #include "weft/model/layer.hpp"          // frame, param_info
@@ -71,6 +72,22 @@ double adamw_over_groups(const Ctx& ctx, const train_options& options, std::size
                     o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
   return lr;
 }
+// Mixed-precision AdamW over runs {offset, size, decay} of a parameter block (as
+// adamw_over_groups): the master and moments (M, e.g. f32) updated from the T gradients, the T
+// parameters written from the new master in the same pass (one rounding); returns the rate.
+template <execution_context Ctx, class T, class M, class Groups>
+double mixed_adamw_over_groups(const Ctx& ctx, const train_options& options, std::size_t& step, M* master, T* params,
+                               const T* grads, M* m, M* v, const Groups& groups) {
+  const auto& o = options.optimizer;
+  const double lr = options.schedule.at(step, o.lr);
+  ++step;
+  for (const auto& g : groups)
+    ops::adamw_step(ctx, flat(ctx, master + g.offset, g.size), flat(ctx, params + g.offset, g.size),
+                    flat(ctx, grads + g.offset, g.size), flat(ctx, m + g.offset, g.size),
+                    flat(ctx, v + g.offset, g.size), static_cast<float>(lr), o.beta1, o.beta2, o.eps,
+                    g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
+  return lr;
+}
 struct aligned_free {
   void operator()(std::byte* p) const noexcept { ::operator delete[](p, std::align_val_t{64}); }
 };
@@ -121,8 +138,12 @@ void initialise_parameter_range(std::span<Out> out, std::size_t begin, const std
 /// buffers copied to it before each micro-batch; params()/grads() then point into that memory
 /// (copy_params_to_host reads them).
 template <class Plan, class Ctx = host_context>
-class training_step : public step_skeleton<training_step<Plan, Ctx>> {
+class training_step
+    : public step_skeleton<training_step<Plan, Ctx>>,
+      public detail::arena_sections<training_step<Plan, Ctx>, Plan, typename Plan::value_type, typename Plan::master_type> {
   friend class step_skeleton<training_step>;
+  using sections =
+      detail::arena_sections<training_step<Plan, Ctx>, Plan, typename Plan::value_type, typename Plan::master_type>;
 
  public:
   using plan_type = Plan;
@@ -174,52 +195,17 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
   // ---- the arena's sections ----
   template <class U = T>
   U* section(typename Plan::section_id s) const { return reinterpret_cast<U*>(arena_.get() + Plan::offsets[s]); }
-  /// The parameters the arena holds: the whole block, or under ZeRO-3 (windowed) the layers
-  /// before and after the block stack, back to back (Plan::resident_param_count).
-  std::span<T> params() const { return {section(Plan::params), Plan::state.params}; }
-  /// Elements of the model's parameter block (offsets of parameter_infos() and grads()).
-  static constexpr std::size_t parameter_block_size() { return Plan::param_count; }
-  /// ZeRO-3: the block stack's parameters are not resident; they come one block at a time
-  /// through a window that data_parallel_step fills (set_block_window, block_window_hook).
-  static constexpr bool windowed_params = Plan::windowed_params;
-  /// ZeRO-2 and 3: nor are its gradients; each block's backward writes into a window that
-  /// data_parallel_step hands out and reduce-scatters into the gradient shards.
-  static constexpr bool windowed_grads = Plan::windowed_grads;
-  /// The two one-block parameter windows (windowed_params only; empty otherwise).
-  std::span<T> param_windows() const { return {section(Plan::windows), Plan::section_elements[Plan::windows]}; }
-  /// The two one-block gradient windows (windowed_grads only; empty otherwise).
-  std::span<T> grad_windows() const { return {section(Plan::grad_windows), Plan::section_elements[Plan::grad_windows]}; }
+  // params(), grads(), parameter_block_size(), windowed_params, windowed_grads,
+  // param_windows(), grad_windows(), adam_m(), adam_v(), master(): arena_sections.hpp.
+  using sections::windowed_params, sections::windowed_grads, sections::params, sections::master;
   /// The window hook of every frame of this step: the functions and `context` from the caller
   /// (parameters under windowed_params, gradients under windowed_grads, and only then); the hole
   /// (the block stack's offset and size) from the plan.
   void set_block_window(block_window_hook<T> hook)
     requires(windowed_params || windowed_grads)
   {
-    if ((hook.params_fn != nullptr) != windowed_params || (hook.grads_fn != nullptr) != windowed_grads ||
-        (hook.grads_fn != nullptr) != (hook.grads_done != nullptr))
-      throw std::logic_error("weft::training_step::set_block_window: the hook's parameter and gradient functions must "
-                             "match the plan's windowed_params and windowed_grads.");
-    hook.begin = Plan::window_begin;
-    hook.size = Plan::window_blocks * Plan::window_block;
-    window_ = hook;
+    window_ = sections::planned_window(hook, "training_step");
   }
-  /// The gradients the arena holds: the whole block, or under ZeRO-2/3 (windowed_grads) the
-  /// layers before and after the block stack, back to back (Plan::resident_grad_count).
-  std::span<T> grads() const { return {section(Plan::grads), Plan::state.grads}; }
-  /// The AdamW moments (only when the arena holds them: not under ZeRO >= 1, whose moments are
-  /// data_parallel_step's shards).
-  std::span<M> adam_m() const
-    requires Plan::optimizer_state_in_arena
-  {
-    return {section<M>(Plan::adam_m), Plan::state.moments};
-  }
-  std::span<M> adam_v() const
-    requires Plan::optimizer_state_in_arena
-  {
-    return {section<M>(Plan::adam_v), Plan::state.moments};
-  }
-  /// The optimizer's copy of the parameters (mixed precision without ZeRO only; empty otherwise).
-  std::span<M> master() const { return {section<M>(Plan::master), Plan::state.master}; }
   /// The micro-batch's token ids and targets, written by the host (a host copy when the arena is
   /// device memory: upload_batch() moves it there, as step() and evaluate() do).
   std::span<std::int32_t, rows> tokens() const {
@@ -315,20 +301,9 @@ class training_step : public step_skeleton<training_step<Plan, Ctx>> {
     if constexpr (mixed_precision) {
       // The f32 master and moments are updated in f32 from the T gradients; the T parameters
       // are written from the new master in the same pass (one rounding).
-      const auto& o = options_.optimizer;
-      const double lr = options_.schedule.at(step_, o.lr);
-      ++step_;
-      M* master_w = section<M>(Plan::master);
-      T* params_w = section(Plan::params);
-      const T* grads_w = section(Plan::grads);
-      M* m = section<M>(Plan::adam_m);
-      M* v = section<M>(Plan::adam_v);
-      for (const auto& g : groups_)
-        ops::adamw_step(ctx_, flat(ctx_, master_w + g.offset, g.size), flat(ctx_, params_w + g.offset, g.size),
-                        flat(ctx_, grads_w + g.offset, g.size), flat(ctx_, m + g.offset, g.size),
-                        flat(ctx_, v + g.offset, g.size), static_cast<float>(lr), o.beta1, o.beta2, o.eps,
-                        g.decay ? o.weight_decay : 0.0f, static_cast<int>(step_));
-      return lr;
+      return detail::mixed_adamw_over_groups(ctx_, options_, step_, section<M>(Plan::master), section(Plan::params),
+                                             section(Plan::grads), section<M>(Plan::adam_m), section<M>(Plan::adam_v),
+                                             groups_);
     } else {
       return detail::adamw_over_groups(ctx_, options_, step_, section(Plan::params), section(Plan::grads),
                                        section(Plan::adam_m), section(Plan::adam_v), groups_);
