@@ -53,6 +53,10 @@ using tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>;
 using pp2_s = strategy<mesh<axis<"dp">, axis<"pp", 2>>, pipeline<"pp", one_f_one_b, microbatches<2>>>;
 using dp2tp2pp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
                              pipeline<"pp", one_f_one_b, microbatches<2>>, data_parallel<"dp", zero<1>>>;
+// dp 2 x tp 2 under ZeRO-1/2/3: from ZeRO-2 on the tp shard's block stack is held layer by layer
+// (gradients; ZeRO-3 parameters too), as with data parallelism alone.
+template <std::size_t Zero>
+using dp2tp2_s = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">, data_parallel<"dp", zero<Zero>>>;
 // The same with 4 MiB gradient buckets: the MPI library's temporaries of the (at most two)
 // buckets in flight shrink from 2 x 25 MiB to 2 x 4 MiB.
 using dp2tp2pp2_b4_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp">,
@@ -109,6 +113,9 @@ int main(int argc, char** argv) {
   if (name == "zero3") return run<dp_s<3>>(world, "zero3");
   if (name == "tp2") return run<tp2_s>(world, "tp2");
   if (name == "pp2") return run<pp2_s>(world, "pp2");
+  if (name == "dp2tp2-zero1") return run<dp2tp2_s<1>>(world, "dp2tp2-zero1");
+  if (name == "dp2tp2-zero2") return run<dp2tp2_s<2>>(world, "dp2tp2-zero2");
+  if (name == "dp2tp2-zero3") return run<dp2tp2_s<3>>(world, "dp2tp2-zero3");
   if (name == "dp2tp2pp2") return run<dp2tp2pp2_s>(world, "dp2tp2pp2");
   if (name == "dp2tp2pp2-b4") return run<dp2tp2pp2_b4_s>(world, "dp2tp2pp2-b4");
   if (world.rank() == 0) std::fprintf(stderr, "bench_memory_parallel: unknown strategy '%s'\n", name.c_str());

@@ -109,6 +109,7 @@ void run(mpi_communicator& world, const std::string& name, std::size_t steps) {
   using P = plan<model_t, batch<micro<B>, seq<S>>, precision<double>, Strategy>;
   using R = plan<model_t, batch<micro<B>, seq<S>>, precision<double>>;
   static_assert(P::strategy_type::valid && P::strategy_type::template degree_of<"replica_parallel"> == 2);
+  static_assert(!P::wants_windowed_grads && !P::wants_windowed_params);  // the wrapper reads gradients whole
   train_options o;
   o.optimizer.lr = 1e-2f;
   o.schedule = {2, steps, 0.1f};
@@ -168,6 +169,13 @@ void run(mpi_communicator& world, const std::string& name, std::size_t steps) {
 
 }  // namespace
 
+// A part that wraps the local step reads its gradient block whole, so under ZeRO-2 the tp shard
+// keeps its block stack whole (no layer-by-layer windows), and the plan's memory says so.
+using rp2_tp2_dp_zero2 = strategy<mesh<axis<"dp">, axis<"rp", 2>, axis<"tp", 2>>, replica_parallel<"rp">,
+                                  tensor_parallel<"tp">, data_parallel<"dp", zero<2>>>;
+static_assert(rp2_tp2_dp_zero2::wraps_local_step);
+static_assert(!strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">, data_parallel<"dp", zero<2>>>::wraps_local_step);
+
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
   test::world_rank = world.rank();
@@ -186,8 +194,7 @@ int main(int argc, char** argv) {
     run<strategy<mesh<axis<"rp", 2>, axis<"pp", 2>>, replica_parallel<"rp">, pipeline<"pp", microbatches<2>>>>(world, p,
                                                                                                              steps);
   else if (p == "rp2-tp2-dp-zero2")
-    run<strategy<mesh<axis<"dp">, axis<"rp", 2>, axis<"tp", 2>>, replica_parallel<"rp">, tensor_parallel<"tp">,
-                 data_parallel<"dp", zero<2>>>>(world, p, steps);
+    run<rp2_tp2_dp_zero2>(world, p, steps);
   else known = false;
   collective_check(world, known, "custom_part: unknown preset '" + p + "' (rp2 rp2-dp rp2-tp2 rp2-pp2 rp2-tp2-dp-zero2)", 2);
   return test::finish(world, ("custom_part " + p).c_str());

@@ -57,7 +57,8 @@
 // block in use and the next, prefetched; gradients: the block backward writes and the one being
 // reduce-scattered into the shards, as the paper reduces bucket by bucket during backward); a
 // tp rank's block is its shard of one block. A pipeline stage (and an expert-parallel rank)
-// holds its whole gradient and gathered parameter blocks (zero_held_elements). stage_memory::working_bytes, counted in total();
+// holds its whole gradient and gathered parameter blocks (zero_held_elements).
+// stage_memory::working_bytes, counted in total();
 // model_state_bytes() stays ZeRO's.
 // Communication buffers — the temporaries the MPI library allocates inside data_parallel_step's
 // collectives (comm_buffer_bytes): Open MPI 4.1's non-blocking all-reduce holds one of each
@@ -424,8 +425,10 @@ struct memory_model {
     m.optimizer_bytes = st.optimizer;
     // ZeRO-2/3 layer by layer over the block stack of a single rank or of a tensor-parallel
     // shard (plan<>::windowed_*, tensor_parallel_plan::windowed_*): one block is its elements
-    // on one tp rank. A pipeline stage and an expert-parallel rank hold whole.
-    constexpr bool layer_by_layer = pp == 1 && moe.ep <= 1 && partition::has_blocks && partition::blocks >= 2;
+    // on one tp rank. A pipeline stage, an expert-parallel rank and a local step a strategy part
+    // wraps (strategy<>::wraps_local_step) hold whole.
+    constexpr bool layer_by_layer =
+        pp == 1 && moe.ep <= 1 && !Strategy::wraps_local_step && partition::has_blocks && partition::blocks >= 2;
     m.working_bytes = zero_working_bytes(m.params, bytes, Strategy::zero_stage,
                                          zero_held_elements(m.params, partition::block.per_rank, partition::blocks, layer_by_layer));
     m.comm_bytes = comm_buffer_bytes(m.params, bytes.grads, Strategy::zero_stage, dp, Strategy::bucket_bytes,

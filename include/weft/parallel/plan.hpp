@@ -190,7 +190,6 @@ struct plan {
   //     windows of one block (block_window_hook::params_fn);
   //   * ZeRO-2 and 3 (zero<2>, zero<3>, or the sharded_gradients option): nor are its
   //     gradients; two gradient windows of one block each (block_window_hook::grads_fn).
-  // A tensor-parallel rank's arena (tensor_parallel_plan) holds its shard's stack the same way.
   // This arena windows a single rank's stack; a tensor-parallel shard's arena
   // (tensor_parallel_plan) windows its own stack the same way, when this plan asks for windows
   // (wants_windowed_params, wants_windowed_grads). A pipeline stage holds whole.
@@ -199,10 +198,14 @@ struct plan {
   /// (zero<2>, zero<3>, sharded_gradients, sharded_parameters) for gradient windows, whatever
   /// the model: the arena that runs the block stack (this one, or a tensor-parallel shard's)
   /// windows it when it has one.
+  /// A strategy part that wraps the local step (strategy<>::wraps_local_step: it reads the local
+  /// step's gradient block whole) keeps the stack whole under zero<2>/zero<3>.
   static constexpr bool wants_windowed_params =
-      strategy_type::zero_stage == 3 || detail::count_of<detail::is_sharded_parameters, Options...> > 0;
-  static constexpr bool wants_windowed_grads = strategy_type::zero_stage >= 2 || wants_windowed_params ||
-                                               detail::count_of<detail::is_sharded_gradients, Options...> > 0;
+      (strategy_type::zero_stage == 3 && !strategy_type::wraps_local_step) ||
+      detail::count_of<detail::is_sharded_parameters, Options...> > 0;
+  static constexpr bool wants_windowed_grads =
+      (strategy_type::zero_stage >= 2 && !strategy_type::wraps_local_step) || wants_windowed_params ||
+      detail::count_of<detail::is_sharded_gradients, Options...> > 0;
   static constexpr bool has_block_stack = strategy_type::tp == 1 && strategy_type::pp == 1 &&
                                           ep_degree<strategy_type> == 1 && window_partition::has_blocks &&
                                           window_partition::blocks >= 2;

@@ -562,6 +562,12 @@ consteval bool part_takes_communicator() {
   else return true;
 }
 
+// Whether part P declares a wrapper of the local step (its `local_step` hook).
+template <template <class, class> class>
+struct local_step_probe {};
+template <class P>
+inline constexpr bool declares_local_step = requires { typename local_step_probe<P::template local_step>; };
+
 }  // namespace detail
 
 /// A parallel strategy: a mesh and the parts that run along its axes.
@@ -753,6 +759,21 @@ struct strategy {
   /// static_assert says what is missing, once).
   template <class Comm>
   static constexpr bool takes_communicator = comm_fits<Comm, written_parts>::value;
+
+ private:
+  template <class List>
+  struct any_local_wrapper;
+  template <class... Ps>
+  struct any_local_wrapper<detail::type_list<Ps...>> {
+    static constexpr bool value = ((detail::declares_local_step<Ps> && degree_of<Ps::family> > 1) || ... || false);
+  };
+
+ public:
+  /// Whether a written part wraps the local step (a `local_step` hook and a degree above 1, as
+  /// expert_parallel<> over ep > 1). Such a wrapper reads and rewrites the local step's whole
+  /// gradient block (sums it over its group, reduces its dense part): ZeRO-2/3 then keep the
+  /// block stack whole instead of layer by layer (plan<>::wants_windowed_params/grads).
+  static constexpr bool wraps_local_step = any_local_wrapper<written_parts>::value;
 };
 
 /// Satisfied by `strategy<Mesh, Parts...>`.
