@@ -2,69 +2,175 @@
 # benchmarks/gpu/run.sh — everything that needs a GPU, in one prepared run (a lent device is
 # short-lived: build, test, measure, write results, stop).
 #   bash benchmarks/gpu/run.sh [OUT]     (OUT: where results go; default $OUT or out/gpu)
-# Builds with nvcc directly (the device image may lack the Debian packages CMake's other parts
-# want): the kernel tests against the host ops, the whole-model test (GPT and LLaMA forward,
-# backward and steps through cuda_context against the host step) and the single-GPU trainer;
-# runs them; times GPT-2 124M at sequence 1024 (tokens/s and MFU from the trainer's progress
-# lines) and the same step in PyTorch (torch_reference.py), printing the ratio of the two rates
-# measured in this one run. Each result is a file under OUT; the exit status is the tests'.
+#
+# 1. Programs. Each is taken from $WEFT_GPU_PREBUILT (default .gpubin/) when a binary built
+#    elsewhere for sm_90a is there and its libraries resolve here, else built here with nvcc
+#    directly (the device image may lack the Debian packages CMake's other parts want: no
+#    OpenBLAS, no MPI). Prebuilding on a machine without a GPU saves device time:
+#      WEFT_GPU_PREBUILD=1 bash benchmarks/gpu/run.sh      # builds into .gpubin/ and stops
+# 2. The `gpu` tests: every kernel against the host op (test_kernels_gpu), GPT and LLaMA steps
+#    on the device against the host step (test_model_ops_gpu), NCCL in a world of one
+#    (test_nccl_world), and the trainer's short f32 and bf16 runs with their loss goals.
+# 3. bench_kernels: each kernel at GPT-2 124M's shapes against the copy rate and the bf16
+#    matrix-product rate measured in the same run.
+# 4. Training: GPT-2 124M at sequence 1024 (f32 and bf16) and a 1.3B GPT (bf16): tokens/s and
+#    MFU (PaLM's FLOP count over the bf16 product rate measured in step 3), and PyTorch on the
+#    same shapes in the same run (torch_reference.py: torch.compile for GPT-2 124M in bf16, its
+#    fastest honest configuration; eager for f32 and the 1.3B model, whose compile would take
+#    a minute of the lease each; WEFT_TORCH_EAGER=1 adds eager bf16), as ratios.
+# Everything lands under OUT (summary.md last; logs.tar.gz with every log); the exit status is
+# the tests'. Each program runs under a timeout so the whole script ends inside one lease.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-${OUT:-out/gpu}}
 mkdir -p "$out"
-arch=${WEFT_CUDA_ARCH:-sm_90a}
+logs=$(mktemp -d)
+summary=$out/summary.md
+: > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+
+arch=${WEFT_CUDA_ARCH:-90a}
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-cuda_inc=$(dirname "$(dirname "$nvcc")")/include
-flags=(-std=c++20 -O3 "-arch=$arch" --expt-relaxed-constexpr -Iinclude -isystem "$cuda_inc/cccl" -DWEFT_PORTABLE_GEMM
-       -diag-suppress 174,186 -lcublasLt -lcublas)
-nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+cuda_root=$(dirname "$(dirname "$nvcc")")
+prebuilt=${WEFT_GPU_PREBUILT:-.gpubin}
+flags=(-std=c++20 -O3 "-gencode=arch=compute_$arch,code=sm_$arch" --expt-relaxed-constexpr -Iinclude
+       -isystem "$cuda_root/include/cccl" -DWEFT_PORTABLE_GEMM -diag-suppress 174,186,128)
+# name | source | extra flags
+programs=(
+  "test_kernels_gpu|tests/cuda/test_kernels_gpu.cu|-lcublasLt"
+  "test_model_ops_gpu|tests/cuda/test_model_ops_gpu.cu|-lcublasLt -lcublas"
+  "test_nccl_world|tests/comm/test_nccl_world.cu|-lnccl"
+  "bench_kernels|benchmarks/gpu/bench_kernels.cu|-lcublasLt"
+  "train_gpt_cuda|examples/06_train_gpt_cuda/train_gpt_cuda.cu|-DWEFT_LARGE_PRESETS -lcublasLt -lcublas"
+)
+
+if [ "${WEFT_GPU_PREBUILD:-0}" = 1 ]; then
+  mkdir -p "$prebuilt"
+  for p in "${programs[@]}"; do
+    IFS='|' read -r name src extra <<< "$p"
+    # shellcheck disable=SC2086
+    ( "$nvcc" "${flags[@]}" "$src" -o "$prebuilt/$name" $extra > "$prebuilt/$name.build.txt" 2>&1 \
+      && echo "prebuilt $name" || echo "FAILED to prebuild $name (see $prebuilt/$name.build.txt)" ) &
+  done
+  wait
+  # The trainer's default corpus (Debian's fortunes), which the device image lacks.
+  [ -d /usr/share/games/fortunes ] && mkdir -p "$prebuilt/fortunes" &&
+    find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.dat' -exec cp {} "$prebuilt/fortunes/" \;
+  exit 0
+fi
+
+# ---- libraries: the toolkit's, and the pip wheels' (cuBLAS, NCCL) where the image has them ----
+libdirs=$cuda_root/lib64
+for lib in libcublasLt.so.13 libnccl.so.2; do
+  d=$(python3 -c "import sys,glob,os
+for p in sys.path:
+    for f in glob.glob(os.path.join(p,'nvidia','**','$lib'), recursive=True): print(os.path.dirname(f)); raise SystemExit" 2>/dev/null)
+  [ -n "$d" ] && libdirs=$libdirs:$d
+done
+export LD_LIBRARY_PATH=$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+{ nvidia-smi; nvidia-smi -q -d CLOCK,POWER | head -60; } > "$logs/nvidia-smi.txt" 2>&1 || true
+say "# weft on $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo 'no nvidia-smi'), $(date -u +%Y-%m-%dT%H:%MZ)"
+say ""
+# ---- the trainer's corpus ----
+if [ ! -d /usr/share/games/fortunes ] && [ -d "$prebuilt/fortunes" ]; then
+  mkdir -p /usr/share/games && cp -r "$prebuilt/fortunes" /usr/share/games/fortunes 2>/dev/null || true
+fi
+data_args=()
+[ -d /usr/share/games/fortunes ] || data_args=(--data docs)
+
+# ---- programs: prebuilt where they load, else built here in parallel ----
+bin=$(mktemp -d)
+t0=$SECONDS
+for p in "${programs[@]}"; do
+  IFS='|' read -r name src extra <<< "$p"
+  if [ -x "$prebuilt/$name" ] && ! ldd "$prebuilt/$name" 2>/dev/null | grep -q "not found"; then
+    cp "$prebuilt/$name" "$bin/$name"
+  else
+    # shellcheck disable=SC2086
+    ( "$nvcc" "${flags[@]}" "$src" -o "$bin/$name" $extra > "$logs/$name.build.txt" 2>&1 \
+      || echo "FAILED to build $name (see $name.build.txt)" ) &
+  fi
+done
+wait
+say "programs ready in $((SECONDS - t0)) s ($(ls "$bin" | tr '\n' ' '))"
 
 status=0
-build() {  # name source
-  local t0=$SECONDS
-  if "$nvcc" "${flags[@]}" "$2" -o "$out/$1" > "$out/$1.build.txt" 2>&1; then
-    echo "built $1 in $((SECONDS - t0)) s"
-  else
-    echo "FAILED to build $1 (see $out/$1.build.txt)"; status=1
-  fi
-}
-run() {  # name args...
-  local name=$1; shift
-  if [ ! -x "$out/$name" ]; then echo "$name: not built"; status=1; return 0; fi
-  "$out/$name" "$@" > "$out/$name.txt" 2>&1
+# run NAME TIMEOUT LOG ARGS...: one program, its output in LOG, its last lines shown.
+run() {
+  local name=$1 limit=$2 log=$3; shift 3
+  if [ ! -x "$bin/$name" ]; then say "- $log: $name not built"; status=1; return 1; fi
+  local t=$SECONDS
+  timeout "$limit" "$bin/$name" "$@" > "$logs/$log.txt" 2>&1
   local rc=$?
-  echo "$name $*: exit $rc"; tail -n 5 "$out/$name.txt"
-  [ $rc -eq 0 ] || status=1
+  say "- $log ($name $*): exit $rc in $((SECONDS - t)) s"
+  tail -n 4 "$logs/$log.txt" | sed 's/^/    /' | tee -a "$summary"
+  return $rc
 }
 
-build test_kernels_gpu tests/cuda/test_kernels_gpu.cu &
-build test_model_ops_gpu tests/cuda/test_model_ops_gpu.cu &
-build train_gpt_cuda examples/06_train_gpt_cuda/train_gpt_cuda.cu &
-wait
+say ""
+say "## gpu tests"
+run test_kernels_gpu 180 test_kernels_gpu || status=1
+grep -E '^FAIL' "$logs/test_kernels_gpu.txt" | head -20 | sed 's/^/    /' | tee -a "$summary"
+run test_model_ops_gpu 180 test_model_ops_gpu || status=1
+grep -E 'FAIL' "$logs/test_model_ops_gpu.txt" | head -20 | sed 's/^/    /' | tee -a "$summary"
+run test_nccl_world 60 test_nccl_world || status=1
+run train_gpt_cuda 120 train_small_f32 --preset small --steps 100 --log-every 20 --expect-loss 3.5 "${data_args[@]}" || status=1
+run train_gpt_cuda 120 train_small_bf16 --preset small --precision bf16 --steps 100 --log-every 20 --expect-loss 3.6 "${data_args[@]}" || status=1
+run train_gpt_cuda 120 train_llama_small_bf16 --preset llama-small --precision bf16 --steps 60 --log-every 20 "${data_args[@]}" || status=1
+if grep -qE '^FAIL' "$logs/test_kernels_gpu.txt" 2>/dev/null && command -v compute-sanitizer > /dev/null; then
+  timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$bin/test_kernels_gpu" > "$logs/memcheck.txt" 2>&1
+  say "- compute-sanitizer memcheck on test_kernels_gpu: exit $? ($(grep -c 'Invalid' "$logs/memcheck.txt") invalid accesses)"
+fi
 
-run test_kernels_gpu
-run test_model_ops_gpu
-run train_gpt_cuda --preset small --steps 100 --log-every 20 --expect-loss 3.5
-cp "$out/train_gpt_cuda.txt" "$out/train_small.txt" 2>/dev/null || true
-run train_gpt_cuda --preset small --precision bf16 --steps 100 --log-every 20 --expect-loss 3.6
-cp "$out/train_gpt_cuda.txt" "$out/train_small_bf16.txt" 2>/dev/null || true
-run train_gpt_cuda --preset gpt2-124m --steps 30 --log-every 5
-cp "$out/train_gpt_cuda.txt" "$out/train_gpt2_124m.txt" 2>/dev/null || true
-run train_gpt_cuda --preset gpt2-124m --precision bf16 --steps 30 --log-every 5
-cp "$out/train_gpt_cuda.txt" "$out/train_gpt2_124m_bf16.txt" 2>/dev/null || true
-# The same step in PyTorch (the device image has it), for ratios measured in this run.
-ratio() {  # label weft-file torch-args...
-  local label=$1 weft=$2; shift 2
-  python3 benchmarks/gpu/torch_reference.py --steps 30 "$@" > "$out/torch_$label.txt" 2>&1
-  echo "torch $label: $(tail -n 1 "$out/torch_$label.txt")"
+say ""
+say "## kernels"
+run bench_kernels 240 bench_kernels
+grep -E '^\||^ceilings' "$logs/bench_kernels.txt" >> "$summary"
+gemm=$(awk '/^ceiling_bf16_tflops/ {print $2}' "$logs/bench_kernels.txt")
+gemm=${gemm:-0}
+
+say ""
+say "## training steps (tokens/s; MFU over the bf16 product rate above, ${gemm} TFLOP/s)"
+rate() { grep -o '[0-9.]* tok/s' "$logs/$1.txt" 2>/dev/null | tail -n 1 | cut -d' ' -f1; }
+torch_rate() { grep -o 'torch tokens/s [0-9.]*' "$logs/$1.txt" 2>/dev/null | tail -n 1 | cut -d' ' -f3; }
+ratio() {  # label weft-log torch-log
   local w t
-  w=$(grep -o '[0-9.]* tok/s' "$out/$weft" 2>/dev/null | tail -n 1 | cut -d' ' -f1)
-  t=$(grep -o 'torch tokens/s [0-9.]*' "$out/torch_$label.txt" 2>/dev/null | cut -d' ' -f3)
+  w=$(rate "$2"); t=$(torch_rate "$3")
   if [ -n "$w" ] && [ -n "$t" ]; then
-    python3 -c "print(f'GPT-2 124M, B=4 S=1024, $label: weft/torch tokens/s = {$w / $t:.2f}')" | tee -a "$out/ratio.txt"
+    say "$(python3 -c "print(f'$1: weft {$w:.0f} tok/s, torch {$t:.0f} tok/s, weft/torch = {$w / $t:.2f}')")"
+  else
+    say "$1: no ratio (weft '${w}', torch '${t}')"
   fi
 }
-ratio f32 train_gpt2_124m.txt
-ratio bf16 train_gpt2_124m_bf16.txt --bf16
-echo "results in $out"
+torch_ref() {  # log timeout args...
+  local log=$1 limit=$2; shift 2
+  local t=$SECONDS
+  PYTHONUNBUFFERED=1 timeout "$limit" python3 benchmarks/gpu/torch_reference.py "$@" > "$logs/$log.txt" 2>&1
+  say "- $log (torch_reference.py $*): exit $? in $((SECONDS - t)) s: $(tail -n 1 "$logs/$log.txt")"
+}
+run train_gpt_cuda 150 gpt2_124m_bf16 --preset gpt2-124m --precision bf16 --steps 30 --log-every 5 --peak-tflops "$gemm" "${data_args[@]}"
+[ "${WEFT_TORCH_EAGER:-0}" = 1 ] && torch_ref torch_124m_bf16 120 --steps 30 --bf16
+torch_ref torch_124m_bf16_compiled 240 --steps 30 --bf16 --compile
+run train_gpt_cuda 150 gpt2_124m_f32 --preset gpt2-124m --steps 20 --log-every 5 "${data_args[@]}"
+torch_ref torch_124m_f32 120 --steps 20
+run train_gpt_cuda 240 gpt_1_3b_bf16 --preset gpt-1.3b --precision bf16 --steps 12 --log-every 2 --peak-tflops "$gemm" "${data_args[@]}"
+torch_ref torch_1_3b_bf16 180 --steps 12 --bf16 --width 2048 --heads 16 --depth 24 --batch 8
+say ""
+say "## ratios (same run)"
+[ "${WEFT_TORCH_EAGER:-0}" = 1 ] && ratio "GPT-2 124M, B=4 S=1024, bf16 vs torch eager" gpt2_124m_bf16 torch_124m_bf16
+ratio "GPT-2 124M, B=4 S=1024, bf16 vs torch.compile" gpt2_124m_bf16 torch_124m_bf16_compiled
+ratio "GPT-2 124M, B=4 S=1024, f32 (no TF32) vs torch eager" gpt2_124m_f32 torch_124m_f32
+ratio "GPT 1.3B, B=8 S=1024, bf16 vs torch eager" gpt_1_3b_bf16 torch_1_3b_bf16
+for f in gpt2_124m_bf16 gpt_1_3b_bf16; do
+  say "$f: $(grep 'tok/s' "$logs/$f.txt" 2>/dev/null | tail -n 1)"
+done
+
+cp "$logs"/*.txt "$out"/ 2>/dev/null || true
+tar -C "$logs" -czf "$out/logs.tar.gz" . 2>/dev/null || true
+# $OUT returns at most 8 files: keep the summary, the archive and the two largest tables.
+if [ -n "${OUT:-}" ] && [ "$out" = "$OUT" ]; then
+  find "$out" -maxdepth 1 -name '*.txt' ! -name bench_kernels.txt ! -name test_kernels_gpu.txt -delete
+fi
+say ""
+say "tests: $([ $status -eq 0 ] && echo passed || echo FAILED); results in $out"
 exit $status

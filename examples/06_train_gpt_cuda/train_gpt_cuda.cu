@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,12 @@ using tiny_plan = plan<tiny_model, batch<micro<8>, seq<64>>>;
 using small_plan = plan<small_model, batch<micro<16>, seq<64>>>;
 using gpt2_plan = plan<gpt2_124m, batch<micro<4>, seq<1024>>>;
 using llama_small_plan = plan<llama_small_model, batch<micro<8>, seq<128>>>;
+#ifdef WEFT_LARGE_PRESETS
+// A GPT-3 XL-shaped model of 1.3B parameters (24 layers of width 2048, 16 heads of 128) at
+// sequence 1024, for benchmarks/gpu/run.sh (which defines WEFT_LARGE_PRESETS); bf16 only.
+using gpt_1_3b = gpt<gpt_config<vocab<50257>, context<1024>, width<2048>, heads<16>, depth<24>>>;
+using gpt_1_3b_plan = plan<gpt_1_3b, batch<micro<8>, seq<1024>>, precision<bf16, f32>>;
+#endif
 // --precision bf16: bf16 parameters, activations and gradients; f32 master weights and moments.
 template <class Plan>
 using bf16_of = plan<typename Plan::model, batch<micro<Plan::B>, seq<Plan::S>>, precision<bf16, f32>>;
@@ -58,6 +65,9 @@ struct options {
   std::printf(
       "usage: train_gpt_cuda [options]\n"
       "  --preset NAME      tiny | small | llama-small | gpt2-124m (sequence 1024)   (default small)\n"
+#ifdef WEFT_LARGE_PRESETS
+      "                     | gpt-1.3b (24 x 2048, sequence 1024, micro-batch 8; bf16 only)\n"
+#endif
       "  --precision P      f32 | bf16 (bf16 with f32 master weights and moments)  (default f32)\n"
       "  --data PATH        text file, directory of text files, or token file (.bin); default fortune(6)\n"
       "  --steps N          optimizer steps (default 200)\n"
@@ -137,7 +147,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (o.preset != "tiny" && o.preset != "small" && o.preset != "llama-small" && o.preset != "gpt2-124m") {
+  bool large = false;
+#ifdef WEFT_LARGE_PRESETS
+  large = o.preset == "gpt-1.3b";
+#endif
+  if (!large && o.preset != "tiny" && o.preset != "small" && o.preset != "llama-small" && o.preset != "gpt2-124m") {
     std::fprintf(stderr, "train_gpt_cuda: unknown preset '%s'. Use tiny, small, llama-small or gpt2-124m.\n",
                  o.preset.c_str());
     return 2;
@@ -161,6 +175,12 @@ int main(int argc, char** argv) {
     if (o.preset == "small") return bf ? train_on_device<bf16_of<small_plan>>(o, data, peak) : train_on_device<small_plan>(o, data, peak);
     if (o.preset == "llama-small")
       return bf ? train_on_device<bf16_of<llama_small_plan>>(o, data, peak) : train_on_device<llama_small_plan>(o, data, peak);
+#ifdef WEFT_LARGE_PRESETS
+    if (large) {
+      if (!bf) throw std::invalid_argument("the gpt-1.3b preset trains in bf16 only: add --precision bf16");
+      return train_on_device<gpt_1_3b_plan>(o, data, peak);
+    }
+#endif
     return bf ? train_on_device<bf16_of<gpt2_plan>>(o, data, peak) : train_on_device<gpt2_plan>(o, data, peak);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_gpt_cuda: %s\n", e.what());

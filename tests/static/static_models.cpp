@@ -80,14 +80,16 @@ static_assert(linear<C, 6>::param_count == 6 * C + 6 && linear<C, 6, role::row, 
 static_assert(lm_head<V, C>::param_count == V * C && lm_head<V, C, tied<"wte.weight">>::param_count == 0);
 static_assert(repeat<3, linear<C, C>>::param_count == 3 * (C * C + C));
 // A norm's statistics: norm_stat_slots<n> = 2n + 1 elements (two 16-bit slots per f32 statistic,
-// one for alignment; model/norm_stats.hpp) for mean and rstd (layernorm) or rstd (rmsnorm) per row.
-static_assert(layernorm<C>::kept_count<2, 3> == 2 * (2 * 6) + 1 && rmsnorm<C>::kept_count<2, 3> == 2 * 6 + 1);
+// one for alignment; model/norm_stats.hpp), rounded up to 64 so that later activations stay
+// aligned, for mean and rstd (layernorm) or rstd (rmsnorm) per row.
+static_assert(norm_stat_slots<12> == 64 && norm_stat_slots<32> == 128 && norm_stat_slots<1024> == 2048 + 64);
+static_assert(layernorm<C>::kept_count<2, 3> == norm_stat_slots<12> && rmsnorm<C>::kept_count<2, 3> == norm_stat_slots<6>);
 static_assert(causal_attention<H, KVH, D, no_rope>::kept_count<2, 3> == 2 * H * 3 * 3);
 static_assert(causal_attention<H, KVH, D, rope>::kept_count<2, 3> == 2 * H * 3 * 3 + 6 * (H + 2 * KVH) * D);
 // sequential keeps its children's activations and the inputs of children 1..n-1.
 static_assert(sequential<linear<C, 12>, gelu<12>, linear<12, 4>>::kept_count<2, 3> == 6 * 12 + 6 * 12);
 // repeat keeps N copies' activations and the inputs of copies 1..N-1.
-static_assert(repeat<3, layernorm<C>>::kept_count<2, 3> == 3 * (2 * 12 + 1) + 2 * 6 * C);
+static_assert(repeat<3, layernorm<C>>::kept_count<2, 3> == 3 * norm_stat_slots<12> + 2 * 6 * C);
 
 // ---- the ready models of docs/models.md ----
 namespace ready {

@@ -6,9 +6,10 @@
 // Apex keep them in f32 too), the activation type itself for f32 and f64. They live at the
 // start of the layer's kept block. A layer's kept_count<B, S> counts elements of the plan's
 // type, which the layer does not know, so a norm reserves the widest case: two 16-bit slots per
-// f32 statistic, plus one for the alignment of the first (norm_stat_slots). In f32 and f64
-// plans the statistics take the first n slots, as before, and the rest is unused: n + 1
-// elements per n statistics, against the width·rows of every activation a layer keeps.
+// f32 statistic, plus one for the alignment of the first, rounded up to 64 elements so that what
+// follows stays aligned (norm_stat_slots). In f32 and f64 plans the statistics take the first n
+// slots and the rest is unused: about n elements per n statistics, against the width·rows of
+// every activation a layer keeps.
 #include "weft/ops/host_element.hpp"  // stat_t
 
 #include <cstddef>
@@ -16,9 +17,17 @@
 
 namespace weft {
 
-/// Kept elements a norm layer reserves for `n` statistics, whatever the plan's element type.
+/// The granule of a norm layer's kept block, in elements: the block is rounded up to it, so
+/// the activations a layer keeps after a norm start as aligned as the norm's own block (64
+/// elements: 128 bytes in bf16, 256 in f32). A matrix product's operands must be 16-byte
+/// aligned on a GPU (cuBLASLt refuses, or runs slower, otherwise), and a block of 2n + 1
+/// elements would leave every later activation at an odd element.
+inline constexpr std::size_t norm_stat_granule = 64;
+
+/// Kept elements a norm layer reserves for `n` statistics, whatever the plan's element type:
+/// 2n + 1, rounded up to norm_stat_granule.
 template <std::size_t n>
-inline constexpr std::size_t norm_stat_slots = 2 * n + 1;
+inline constexpr std::size_t norm_stat_slots = (2 * n + 1 + norm_stat_granule - 1) / norm_stat_granule * norm_stat_granule;
 
 /// The statistics (ops::stat_t<T>) at the start of a norm layer's kept block `kept`: the block
 /// itself when they are of its type, else its first address aligned for them.

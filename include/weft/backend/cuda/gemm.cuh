@@ -155,6 +155,15 @@ class gemm_descriptors {
     if (op_) cublasLtMatmulDescDestroy(op_);
   }
 
+  /// Points the epilogue at other bias / aux buffers (the same plan over other layers' buffers).
+  cublasStatus_t set_epilogue_pointers(const gemm_plan& p, const void* bias, const void* aux) {
+    cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+    if (p.bias_length != 0)
+      s = cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+    if (s == CUBLAS_STATUS_SUCCESS && p.aux_ld != 0)
+      s = cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux);
+    return s;
+  }
   cublasStatus_t status() const { return status_; }
   cublasLtMatmulDesc_t op() const { return op_; }
   cublasLtMatrixLayout_t a() const { return a_; }
@@ -171,18 +180,35 @@ class gemm_descriptors {
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr, d_ = nullptr;
 };
 
-/// Runs a plan: D = epilogue(alpha op(A) op(B) + beta C) with C = D (accumulate in place), the
-/// algorithm from cuBLASLt's heuristic within `workspace_bytes`. Needs a device (untested
-/// without one).
-inline cublasStatus_t gemm_run(cublasLtHandle_t handle, cudaStream_t stream, const gemm_plan& p,
-                               const gemm_descriptors& g, const void* a, const void* b, void* d, void* workspace,
-                               std::size_t workspace_bytes) {
+/// The largest power of two, at most 256, that divides the address: the alignment cuBLASLt is
+/// told a buffer has. cuBLASLt's heuristic otherwise assumes 256 bytes and may pick a kernel that
+/// a less aligned buffer makes fail (CUBLAS_STATUS_EXECUTION_FAILED) or refuse
+/// (CUBLAS_STATUS_NOT_SUPPORTED).
+inline std::uint32_t pointer_alignment(const void* p) noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  std::uint32_t r = 256;
+  while (r > 1 && a % r != 0) r /= 2;
+  return r;
+}
+
+/// Chooses the algorithm of a plan for buffers of the given alignments (bytes) within
+/// `workspace_bytes`: cuBLASLt's first heuristic choice. CUBLAS_STATUS_NOT_SUPPORTED when it has
+/// none. Needs a handle, not a device.
+inline cublasStatus_t gemm_select(cublasLtHandle_t handle, const gemm_descriptors& g, std::size_t workspace_bytes,
+                                  std::uint32_t align_a, std::uint32_t align_b, std::uint32_t align_d,
+                                  cublasLtMatmulAlgo_t& algo) {
   if (g.status() != CUBLAS_STATUS_SUCCESS) return g.status();
   cublasLtMatmulPreference_t pref = nullptr;
   cublasStatus_t s = cublasLtMatmulPreferenceCreate(&pref);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
-  s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
-                                           sizeof workspace_bytes);
+  auto set = [&](cublasLtMatmulPreferenceAttributes_t a, const auto& v) {
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, a, &v, sizeof v);
+  };
+  set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, workspace_bytes);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b);
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d);  // C is D (accumulation in place)
+  set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   if (s == CUBLAS_STATUS_SUCCESS)
@@ -190,12 +216,32 @@ inline cublasStatus_t gemm_run(cublasLtHandle_t handle, cudaStream_t stream, con
   cublasLtMatmulPreferenceDestroy(pref);
   if (s != CUBLAS_STATUS_SUCCESS) return s;
   if (found == 0) return CUBLAS_STATUS_NOT_SUPPORTED;
+  algo = heuristic.algo;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// Runs a plan with a chosen algorithm: D = epilogue(alpha op(A) op(B) + beta C), C = D.
+inline cublasStatus_t gemm_execute(cublasLtHandle_t handle, cudaStream_t stream, const gemm_plan& p,
+                                   const gemm_descriptors& g, const cublasLtMatmulAlgo_t& algo, const void* a,
+                                   const void* b, void* d, void* workspace, std::size_t workspace_bytes) {
   const float alpha = 1.0f, beta = p.beta;
   const double alpha_d = 1.0, beta_d = p.beta;
   const bool f64 = p.scale_type == CUDA_R_64F;
   return cublasLtMatmul(handle, g.op(), f64 ? static_cast<const void*>(&alpha_d) : &alpha, a, g.a(), b, g.b(),
-                        f64 ? static_cast<const void*>(&beta_d) : &beta, d, g.c(), d, g.d(), &heuristic.algo,
-                        workspace, workspace_bytes, stream);
+                        f64 ? static_cast<const void*>(&beta_d) : &beta, d, g.c(), d, g.d(), &algo, workspace,
+                        workspace_bytes, stream);
+}
+
+/// Chooses and runs a plan in one call (the algorithm for these buffers' alignments). Needs a
+/// device, a handle and a workspace. A step caches the choice instead (ops.cuh).
+inline cublasStatus_t gemm_run(cublasLtHandle_t handle, cudaStream_t stream, const gemm_plan& p,
+                               const gemm_descriptors& g, const void* a, const void* b, void* d, void* workspace,
+                               std::size_t workspace_bytes) {
+  cublasLtMatmulAlgo_t algo{};
+  const cublasStatus_t s = gemm_select(handle, g, workspace_bytes, pointer_alignment(a), pointer_alignment(b),
+                                       pointer_alignment(d), algo);
+  if (s != CUBLAS_STATUS_SUCCESS) return s;
+  return gemm_execute(handle, stream, p, g, algo, a, b, d, workspace, workspace_bytes);
 }
 
 }  // namespace weft::cuda

@@ -41,7 +41,10 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace weft::cuda {
 
@@ -60,11 +63,40 @@ inline double read_back(const cuda_context& c, const double* device_value, const
   check(cudaStreamSynchronize(c.stream), who);
   return *dst;
 }
+// One product of a linear layer. Its descriptors and cuBLASLt's algorithm are chosen once per
+// (shape, handle, workspace, buffer alignments) and kept, per thread: a step's products repeat
+// every layer and every step, and asking cuBLASLt's heuristic each time costs host time that a
+// GPU step at these sizes does not have. The bias pointer is set per call.
 template <std::size_t N, std::size_t C, std::size_t OC, class T, linear_product P, gemm_epilogue E = gemm_epilogue::none>
 void run_linear(const cuda_context& c, const void* a, const void* b, void* d, const void* bias, const char* who) {
   constexpr gemm_plan plan = linear_gemm_plan<N, C, OC, T, P, E>();
-  const gemm_descriptors g(plan, bias);
-  check(gemm_run(c.blas, c.stream, plan, g, a, b, d, c.blas_workspace, c.blas_workspace_bytes), who);
+  struct chosen {
+    cublasLtHandle_t handle;
+    std::size_t workspace_bytes;
+    std::uint32_t alignments;
+    std::unique_ptr<gemm_descriptors> g;
+    cublasLtMatmulAlgo_t algo;
+  };
+  thread_local std::vector<chosen> cache;
+  const std::uint32_t al_a = pointer_alignment(a), al_b = pointer_alignment(b), al_d = pointer_alignment(d);
+  const std::uint32_t key = al_a | al_b << 9 | al_d << 18;
+  chosen* e = nullptr;
+  for (auto& x : cache)
+    if (x.handle == c.blas && x.workspace_bytes == c.blas_workspace_bytes && x.alignments == key) e = &x;
+  if (e == nullptr) {
+    chosen fresh{c.blas, c.blas_workspace_bytes, key, std::make_unique<gemm_descriptors>(plan, bias), {}};
+    check(fresh.g->status(), who);
+    const cublasStatus_t s = gemm_select(c.blas, *fresh.g, c.blas_workspace_bytes, al_a, al_b, al_d, fresh.algo);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      throw cuda_error(std::string("weft::cuda: ") + who + ": cuBLASLt has no algorithm (status " +
+                       std::to_string(static_cast<int>(s)) + ") for m=" + std::to_string(plan.m) + " n=" +
+                       std::to_string(plan.n) + " k=" + std::to_string(plan.k) + " with buffers aligned to " +
+                       std::to_string(al_a) + "/" + std::to_string(al_b) + "/" + std::to_string(al_d) + " bytes");
+    cache.push_back(std::move(fresh));
+    e = &cache.back();
+  }
+  check(e->g->set_epilogue_pointers(plan, bias, nullptr), who);
+  check(gemm_execute(c.blas, c.stream, plan, *e->g, e->algo, a, b, d, c.blas_workspace, c.blas_workspace_bytes), who);
 }
 }  // namespace detail
 

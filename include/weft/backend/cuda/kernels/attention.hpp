@@ -43,6 +43,7 @@ struct flash_attention_forward_kernel {
     float l = 0;
   };
   static constexpr int phases = static_cast<int>(2 * key_tiles + 1);
+  static constexpr unsigned threads = static_cast<unsigned>(Br);  // the launch bound (launch.cuh)
   launch_config config() const {
     return {{static_cast<unsigned>(query_tiles), static_cast<unsigned>(H), static_cast<unsigned>(B)},
             {static_cast<unsigned>(Br), 1, 1}};
@@ -123,6 +124,7 @@ struct flash_attention_backward_dq_kernel {
     float lse, delta;
   };
   static constexpr int phases = static_cast<int>(2 * fwd::key_tiles + 1);
+  static constexpr unsigned threads = static_cast<unsigned>(Br);
   launch_config config() const {
     return {{static_cast<unsigned>(fwd::query_tiles), static_cast<unsigned>(H), static_cast<unsigned>(B)},
             {static_cast<unsigned>(Br), 1, 1}};
@@ -200,6 +202,7 @@ struct flash_attention_backward_dkv_kernel {
     float k[D], v[D], dk[D], dv[D];
   };
   static constexpr int phases = static_cast<int>(2 * steps + 1);
+  static constexpr unsigned threads = static_cast<unsigned>(Bc);
   launch_config config() const {
     return {{static_cast<unsigned>(fwd::key_tiles), static_cast<unsigned>(KVH), static_cast<unsigned>(B)},
             {static_cast<unsigned>(Bc), 1, 1}};

@@ -10,9 +10,19 @@
 
 namespace weft::cuda::kernels {
 
+/// The most threads a launch of K uses: K::threads where the kernel declares it, else CUDA's
+/// 1024. It is the kernel's launch bound, so the compiler keeps registers per thread within what
+/// a block of that size can have (a 1024-thread block gets at most 64; without the bound a
+/// register-hungry body compiles to more, and the launch fails with "too many resources").
+template <class K>
+constexpr unsigned max_threads_v = [] {
+  if constexpr (requires { K::threads; }) return static_cast<unsigned>(K::threads);
+  else return 1024u;
+}();
+
 /// Runs K's phases for this thread, __syncthreads() between them.
 template <class K>
-__global__ void run_phases(K k) {
+__global__ void __launch_bounds__(max_threads_v<K>) run_phases(K k) {
   __shared__ typename K::shared sh;
   typename K::locals loc{};
   const block_context c = block_context::current();
@@ -27,6 +37,7 @@ __global__ void run_phases(K k) {
 template <phased_kernel K>
 cudaError_t launch(cudaStream_t stream, launch_config cfg, const K& k) {
   if (cfg.grid.count() == 0) return cudaSuccess;
+  if (cfg.block.count() > max_threads_v<K>) return cudaErrorInvalidConfiguration;  // over the launch bound
   run_phases<K><<<dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z), dim3(cfg.block.x, cfg.block.y, cfg.block.z), 0, stream>>>(k);
   return cudaGetLastError();
 }
