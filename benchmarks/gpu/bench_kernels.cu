@@ -10,6 +10,7 @@
 // Exit codes: 0 measured, 1 a CUDA error, 77 no device.
 #include <weft/backend/cuda/gemm.cuh>
 #include <weft/backend/cuda/kernels.cuh>
+#include <weft/backend/cuda/ops.cuh>  // attention on tensor cores (the op a step runs)
 
 #include <algorithm>
 #include <cmath>
@@ -248,16 +249,37 @@ void kernels(cublasLtHandle_t h, void* ws, std::size_t ws_bytes) {
     T* out = buffer<T>(N * C);
     float* lse = buffer<float>(B * H * S);
     const double fwd_flops = 4.0 * B * H * S * S * D / 2;  // QK^T and PV, causal half
-    row_flops("flash attention forward (S 1024, D 64)", dt, median_ms([&] {
+    row_flops("flash attention fwd, CUDA cores (S 1024)", dt, median_ms([&] {
                 return k::launch_flash_attention_forward<B, S, H, H, D>(stream, out, lse, qkv);
               }, 5),
               fwd_flops);
     T* g = buffer<T>(N * C);
     T* dqkv = buffer<T>(N * W);
-    row_flops("flash attention backward (S 1024, D 64)", dt, median_ms([&] {
+    row_flops("flash attention bwd, CUDA cores (S 1024)", dt, median_ms([&] {
                 return k::launch_flash_attention_backward<B, S, H, H, D>(stream, dqkv, g, qkv, out, lse);
               }, 5),
               2.5 * fwd_flops);
+    // The op a training step runs: cuBLASLt products on tensor cores around the row kernels,
+    // probabilities kept (B, H, S, S). Its FLOPs are counted as the causal ones above, although
+    // it computes the whole square.
+    T* att = buffer<T>(B * H * S * S);
+    T* dscores = buffer<T>(B * H * S * S);
+    void* scratch = nullptr;
+    const std::size_t scratch_bytes = std::size_t{32} << 20;
+    ok(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc(scratch)");
+    wc::cuda_context ctx{stream, h, scratch, scratch_bytes, ws, ws_bytes, nullptr};
+    row_flops("attention forward, tensor cores (op)", dt, median_ms([&] {
+                weft::ops::attention_forward<B, S, H, H, D>(ctx, out, att, static_cast<const T*>(qkv));
+                return cudaGetLastError();
+              }, 10),
+              fwd_flops);
+    row_flops("attention backward, tensor cores (op)", dt, median_ms([&] {
+                weft::ops::attention_backward<B, S, H, H, D>(ctx, dqkv, dscores, static_cast<const T*>(g),
+                                                             static_cast<const T*>(qkv), static_cast<const T*>(att));
+                return cudaGetLastError();
+              }, 10),
+              2.5 * fwd_flops);
+    cudaFree(att), cudaFree(dscores), cudaFree(scratch);
     cudaFree(qkv), cudaFree(out), cudaFree(lse), cudaFree(g), cudaFree(dqkv);
   }
   // the matrix products of one block's MLP through cuBLASLt (epilogues included)

@@ -165,6 +165,13 @@ for f in gpt2_124m_bf16 gpt_1_3b_bf16; do
   say "$f: $(grep 'tok/s' "$logs/$f.txt" 2>/dev/null | tail -n 1)"
 done
 
+# Optional, last: compute-sanitizer's memcheck over the kernel tests (slow; WEFT_GPU_MEMCHECK=1).
+if [ "${WEFT_GPU_MEMCHECK:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then
+  t=$SECONDS
+  timeout 120 compute-sanitizer --tool memcheck --print-limit 20 "$bin/test_kernels_gpu" > "$logs/memcheck_all.txt" 2>&1
+  say "- compute-sanitizer memcheck on test_kernels_gpu: exit $? in $((SECONDS - t)) s: $(grep -E 'ERROR SUMMARY' "$logs/memcheck_all.txt" | tail -n 1)"
+fi
+
 cp "$logs"/*.txt "$out"/ 2>/dev/null || true
 tar -C "$logs" -czf "$out/logs.tar.gz" . 2>/dev/null || true
 # $OUT returns at most 8 files: keep the summary, the archive and the two largest tables.

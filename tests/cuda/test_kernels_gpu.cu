@@ -3,6 +3,7 @@
 // the dtype's epsilon relative to the reference's magnitude; the reference is the host op in
 // double on the inputs as rounded to the dtype). Exit codes: 0 pass, 1 fail, 77 skip (no device).
 #include <weft/backend/cuda/kernels.cuh>
+#include <weft/backend/cuda/ops.cuh>  // attention on tensor cores, through cuda_context
 #include <weft/core/dtype.hpp>
 #include <weft/ops/accumulate.hpp>
 #include <weft/ops/adamw.hpp>
@@ -368,6 +369,33 @@ void attention_case(std::mt19937& rng) {
   check("flash_attention_backward D=" + std::to_string(D), ddq.get(), rdq, 16);
 }
 
+// The attention op through cuda_context (cuBLASLt products on tensor cores around the row
+// kernels) against the host op: output, kept probabilities, d(scores) and the accumulated
+// dqkv. `scratch_bytes` small enough to split the heads into chunks exercises the chunking.
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+void attention_op_case(std::mt19937& rng, std::size_t scratch_bytes) {
+  constexpr std::size_t W = (H + 2 * KVH) * D, HD = H * D, P = B * H * S * S;
+  const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + "/" + std::to_string(KVH) +
+                          " D=" + std::to_string(D) + " scratch " + std::to_string(scratch_bytes >> 10) + "K";
+  weft::cuda::cuda_resources res(scratch_bytes);
+  const weft::cuda::cuda_context& c = res.context();
+  auto qkv = random<T>(B * S * W, rng, -2, 2), g = random<T>(B * S * HD, rng), dq = random<T>(B * S * W, rng);
+  dbuf<T> dqkv_in(qkv), dout(B * S * HD), datt(P), dg(g), ddq(dq), dscr(P);
+  weft::ops::attention_forward<B, S, H, KVH, D>(c, dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
+  std::vector<double> rout(B * S * HD), ratt(P);
+  ref_attention_forward<B, S, H, KVH, D>(rout.data(), ratt.data(), widen(qkv).data());
+  check("attention op (tensor cores) out" + tag, dout.get(), rout, 8);
+  const auto att = datt.get();
+  check("attention op (tensor cores) probs" + tag, att, ratt, 4);
+  weft::ops::attention_backward<B, S, H, KVH, D>(c, ddq.p, dscr.p, static_cast<const T*>(dg.p),
+                                                 static_cast<const T*>(dqkv_in.p), static_cast<const T*>(datt.p));
+  auto rdq = widen(dq);
+  std::vector<double> rscr(P);
+  ref_attention_backward<B, S, H, KVH, D>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(), widen(att).data());
+  check("attention op (tensor cores) dscores" + tag, dscr.get(), rscr, 16);
+  check("attention op (tensor cores) dqkv" + tag, ddq.get(), rdq, 16);
+}
+
 template <class T>
 void all_cases() {
   std::mt19937 rng(2024);
@@ -377,6 +405,10 @@ void all_cases() {
   norm_ce_cases<T>(rng);
   attention_case<T, 2, 256, 8, 2, 64>(rng);
   attention_case<T, 1, 200, 4, 1, 128>(rng);
+  attention_op_case<T, 2, 256, 8, 8, 64>(rng, std::size_t{32} << 20);
+  attention_op_case<T, 2, 256, 8, 8, 64>(rng, 3 * 256 * 256 * 4);  // chunks of 3, 3 and 2 heads
+  attention_op_case<T, 1, 200, 4, 1, 128>(rng, std::size_t{32} << 20);
+  attention_op_case<T, 2, 128, 6, 2, 64>(rng, 4 * 128 * 128 * 4);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // kernel tests); kernels/<op>.cuh holds the launchers: stream, pointers, integers.
 #include "weft/backend/cuda/kernels/adamw.cuh"          // launch_adamw
 #include "weft/backend/cuda/kernels/attention.cuh"      // launch_flash_attention_forward (scalar form)
+#include "weft/backend/cuda/kernels/attention_rows.cuh" // launch_causal_softmax_rows, launch_attention_dscores_rows
 #include "weft/backend/cuda/kernels/column_sum.cuh"     // launch_bias_backward
 #include "weft/backend/cuda/kernels/cross_entropy.cuh"  // launch_softmax_cross_entropy_forward_backward
 #include "weft/backend/cuda/kernels/elementwise.cuh"    // launch_gelu_*, launch_swiglu_*, launch_residual_*

@@ -9,12 +9,12 @@
 //
 // Element types: float and bf16 (the kernels' types; losses and optimizer state are f32; norm
 // statistics are f32, or bf16 where a bf16 plan's layers keep them in bf16, rounded once). Differences from the host that a caller can see, all inside buffers the layer owns:
-//   attention_forward   the `att` buffer (sized for the host's (B, H, S, S) probabilities)
-//                       holds what the flash backward needs instead: the row log-sum-exp
-//                       (B·H·S floats) followed by a copy of the output; static_assert when
-//                       it does not fit (S < D + 4 / sizeof(T): a very short sequence).
-//   attention_backward  `scratch` is not written (no probability gradients are formed).
+//   attention_forward/backward  the host's contract (probabilities kept in `att`, d(scores)
+//                       in `scratch`), computed on tensor cores through cuBLASLt (attention.cuh)
+//                       with an f32 score chunk borrowed from the context's scratch; under
+//                       WEFT_CUDA_SIMT_ATTENTION the scalar flash kernels keep (lse, out) instead.
 //   sum_squares, mean_loss  return a double to the host: one copy back and a stream sync.
+#include "weft/backend/cuda/attention.cuh"  // attention_forward_tc, attention_backward_tc
 #include "weft/backend/cuda/context.cuh"  // cuda_context, check
 #include "weft/backend/cuda/gemm.cuh"     // linear_gemm_plan, gemm_descriptors, gemm_run
 #include "weft/backend/cuda/kernels.cuh"  // launch_*
@@ -314,7 +314,12 @@ void op_impl(ops::rope_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* d
   check(k::launch_rope_backward<B, S, H, KVH, D>(c.stream, dqkv_in, dqkv_out), "rope_backward");
 }
 
-// ---- attention: flash form; `att` carries (lse, out) from forward to backward ----
+// ---- attention: on tensor cores (attention.cuh), the host op's contract ----
+// `att` keeps the probabilities and `scratch` receives d(scores), as on the host. Defining
+// WEFT_CUDA_SIMT_ATTENTION selects the scalar flash kernels instead (kernels/attention.hpp:
+// one thread per query row on CUDA cores, no S×S buffers): `att` then carries the row
+// log-sum-exp and a copy of the output, and `scratch` is not written.
+#if defined(WEFT_CUDA_SIMT_ATTENTION)
 namespace detail {
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t D, class T>
 struct flash_kept {
@@ -344,6 +349,17 @@ void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c,
   check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, kept::out(att), kept::lse(att)),
         "attention_backward");
 }
+#else
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
+  attention_forward_tc<B, S, H, KVH, D>(c, out, att, qkv);
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, T* scratch, const T* dout,
+             const T* qkv, const T* att) {
+  attention_backward_tc<B, S, H, KVH, D>(c, dqkv, scratch, dout, qkv, att);
+}
+#endif
 
 // ---- fused softmax + cross-entropy: f32 losses ----
 template <std::size_t N, std::size_t V, device_element T>
