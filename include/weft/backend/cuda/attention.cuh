@@ -15,7 +15,7 @@
 // accumulating in order. The f32 score chunk is borrowed from the context's scratch (S·S·4
 // bytes per head; a clear error when one head does not fit). The products compute the whole
 // S×S square, masked afterwards: twice the causal FLOPs, on tensor cores; a flash kernel on
-// tensor cores (online softmax, no S×S buffers) is the next step (docs/cuda.md).
+// tensor cores (online softmax, no S×S buffers) is the next step (docs/kernels.md).
 #include "weft/backend/cuda/context.cuh"                  // cuda_context, check, cuda_error
 #include "weft/backend/cuda/gemm.cuh"                     // detail::cuda_data_type, pointer_alignment
 #include "weft/backend/cuda/kernels/attention_rows.cuh"  // launch_causal_softmax_rows, launch_attention_dscores_rows
