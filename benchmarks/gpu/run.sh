@@ -17,7 +17,9 @@
 #    MFU (PaLM's FLOP count over the bf16 product rate measured in step 3), and PyTorch on the
 #    same shapes in the same run (torch_reference.py: torch.compile for GPT-2 124M in bf16, its
 #    fastest honest configuration; eager for f32 and the 1.3B model, whose compile would take
-#    a minute of the lease each; WEFT_TORCH_EAGER=1 adds eager bf16), as ratios.
+#    a minute of the lease each; WEFT_TORCH_EAGER=1 adds eager bf16), as ratios. GPT-2 124M also
+#    trains in f16 with dynamic loss scaling. WEFT_GPU_SKIP_TORCH=1 and WEFT_GPU_SKIP_LARGE=1
+#    leave out PyTorch and the 1.3B model (a short confirming run).
 # Everything lands under OUT (summary.md last; logs.tar.gz with every log); the exit status is
 # the tests'. Each program runs under a timeout so the whole script ends inside one lease.
 set -uo pipefail
@@ -53,6 +55,19 @@ if [ "${WEFT_GPU_PREBUILD:-0}" = 1 ]; then
       && echo "prebuilt $name" || echo "FAILED to prebuild $name (see $prebuilt/$name.build.txt)" ) &
   done
   wait
+  # Several processes sharing the GPU (tests/comm/test_gpu_shared_dp.cu) need MPI, which the
+  # device image lacks: the test built here against Debian's Open MPI, and that Open MPI's
+  # packages, unpacked on the device by step 5.
+  if command -v mpicxx > /dev/null; then
+    # shellcheck disable=SC2046
+    "$nvcc" "${flags[@]}" tests/comm/test_gpu_shared_dp.cu -o "$prebuilt/cuda_gpu_shared_dp" $(mpicxx --showme:compile) \
+      -lboost_mpi -lboost_serialization $(mpicxx --showme:link) -lcublasLt -lcublas > "$prebuilt/cuda_gpu_shared_dp.build.txt" 2>&1 \
+      && echo "prebuilt cuda_gpu_shared_dp" || echo "FAILED to prebuild cuda_gpu_shared_dp"
+    mkdir -p "$prebuilt/ompi-debs"
+    (cd "$prebuilt/ompi-debs" && apt-get download libopenmpi3 openmpi-bin openmpi-common libhwloc15 libevent-core-2.1-7 \
+       libevent-pthreads-2.1-7 libpmix2 libboost-mpi1.74.0 libboost-serialization1.74.0 libfabric1 libucx0 libpsm2-2 \
+       libibverbs1 librdmacm1 libnl-3-200 libnl-route-3-200 libnuma1 libmunge2 > /dev/null 2>&1) || echo "could not download Open MPI's packages"
+  fi
   # The trainer's default corpus (Debian's fortunes), which the device image lacks.
   [ -d /usr/share/games/fortunes ] && mkdir -p "$prebuilt/fortunes" &&
     find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.dat' -exec cp {} "$prebuilt/fortunes/" \;
@@ -116,6 +131,7 @@ grep -E 'FAIL' "$logs/test_model_ops_gpu.txt" | head -20 | sed 's/^/    /' | tee
 run test_nccl_world 60 test_nccl_world || status=1
 run train_gpt_cuda 120 train_small_f32 --preset small --steps 100 --log-every 20 --expect-loss 3.5 "${data_args[@]}" || status=1
 run train_gpt_cuda 120 train_small_bf16 --preset small --precision bf16 --steps 100 --log-every 20 --expect-loss 3.6 "${data_args[@]}" || status=1
+run train_gpt_cuda 120 train_small_f16 --preset small --precision f16 --steps 100 --log-every 20 --expect-loss 3.6 "${data_args[@]}" || status=1
 run train_gpt_cuda 120 train_llama_small_bf16 --preset llama-small --precision bf16 --steps 60 --log-every 20 "${data_args[@]}" || status=1
 if grep -qE '^FAIL' "$logs/test_kernels_gpu.txt" 2>/dev/null && command -v compute-sanitizer > /dev/null; then
   timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$bin/test_kernels_gpu" > "$logs/memcheck.txt" 2>&1
@@ -142,8 +158,9 @@ ratio() {  # label weft-log torch-log
     say "$1: no ratio (weft '${w}', torch '${t}')"
   fi
 }
-torch_ref() {  # log timeout args...
+torch_ref() {  # log timeout args...   (WEFT_GPU_SKIP_TORCH=1: none)
   local log=$1 limit=$2; shift 2
+  [ "${WEFT_GPU_SKIP_TORCH:-0}" = 1 ] && return 0
   local t=$SECONDS
   PYTHONUNBUFFERED=1 timeout "$limit" python3 benchmarks/gpu/torch_reference.py "$@" > "$logs/$log.txt" 2>&1
   say "- $log (torch_reference.py $*): exit $? in $((SECONDS - t)) s: $(tail -n 1 "$logs/$log.txt")"
@@ -153,7 +170,8 @@ run train_gpt_cuda 150 gpt2_124m_bf16 --preset gpt2-124m --precision bf16 --step
 torch_ref torch_124m_bf16_compiled 240 --steps 30 --bf16 --compile
 run train_gpt_cuda 150 gpt2_124m_f32 --preset gpt2-124m --steps 20 --log-every 5 "${data_args[@]}"
 torch_ref torch_124m_f32 120 --steps 20
-run train_gpt_cuda 240 gpt_1_3b_bf16 --preset gpt-1.3b --precision bf16 --steps 12 --log-every 2 --peak-tflops "$gemm" "${data_args[@]}"
+run train_gpt_cuda 150 gpt2_124m_f16 --preset gpt2-124m --precision f16 --steps 30 --log-every 5 --peak-tflops "$gemm" "${data_args[@]}"
+[ "${WEFT_GPU_SKIP_LARGE:-0}" = 1 ] || run train_gpt_cuda 240 gpt_1_3b_bf16 --preset gpt-1.3b --precision bf16 --steps 12 --log-every 2 --peak-tflops "$gemm" "${data_args[@]}"
 torch_ref torch_1_3b_bf16 180 --steps 12 --bf16 --width 2048 --heads 16 --depth 24 --batch 8
 say ""
 say "## ratios (same run)"
@@ -164,6 +182,29 @@ ratio "GPT 1.3B, B=8 S=1024, bf16 vs torch eager" gpt_1_3b_bf16 torch_1_3b_bf16
 for f in gpt2_124m_bf16 gpt_1_3b_bf16; do
   say "$f: $(grep 'tok/s' "$logs/$f.txt" 2>/dev/null | tail -n 1)"
 done
+
+# 5. Several processes on the one GPU through MPI (staging_communicator; NCCL refuses two ranks
+#    on one device): Debian's Open MPI unpacked from the carried packages when the image has
+#    no mpirun. Last, because unpacking them writes to /.
+if [ -x "$prebuilt/cuda_gpu_shared_dp" ] && [ -d "$prebuilt/ompi-debs" ]; then
+  say ""
+  say "## several processes sharing the GPU (MPI)"
+  if ! command -v mpirun > /dev/null || ! ldd "$prebuilt/cuda_gpu_shared_dp" | grep -q "libmpi.so.40 => /"; then
+    mkdir -p /opt/weft-mpi
+    for d in "$prebuilt"/ompi-debs/*.deb; do dpkg -x "$d" /opt/weft-mpi; done
+    cp -a /opt/weft-mpi/. / 2> "$logs/mpi_unpack.txt"; ldconfig 2>> "$logs/mpi_unpack.txt"
+  fi
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader
+  export OMPI_MCA_rmaps_base_oversubscribe=1
+  for np in 2 4; do
+    t=$SECONDS
+    timeout 120 mpirun -np $np "$prebuilt/cuda_gpu_shared_dp" > "$logs/shared_gpu_dp_np$np.txt" 2>&1
+    rc=$?
+    say "- shared_gpu_dp (mpirun -np $np cuda_gpu_shared_dp): exit $rc in $((SECONDS - t)) s"
+    tail -n 5 "$logs/shared_gpu_dp_np$np.txt" | sed 's/^/    /' | tee -a "$summary"
+    [ $rc -eq 0 ] || status=1
+  done
+fi
 
 # Optional, last: compute-sanitizer's memcheck over the kernel tests (slow; WEFT_GPU_MEMCHECK=1).
 if [ "${WEFT_GPU_MEMCHECK:-0}" = 1 ] && command -v compute-sanitizer > /dev/null; then

@@ -46,11 +46,15 @@ using gpt_1_3b_plan = plan<gpt_1_3b, batch<micro<8>, seq<1024>>, precision<bf16,
 // --precision bf16: bf16 parameters, activations and gradients; f32 master weights and moments.
 template <class Plan>
 using bf16_of = plan<typename Plan::model, batch<micro<Plan::B>, seq<Plan::S>>, precision<bf16, f32>>;
+// --precision f16: f16 storage, f32 master weights and moments, dynamic loss scaling (an
+// overflow skips the step and halves the scale; train/loss_scaler.hpp).
+template <class Plan>
+using f16_of = plan<typename Plan::model, batch<micro<Plan::B>, seq<Plan::S>>, precision<f16, f32>>;
 // example-end cuda-presets
 
 struct options {
   std::string preset = "small";
-  std::string precision = "f32";  // f32 | bf16
+  std::string precision = "f32";  // f32 | bf16 | f16
   std::string data;  // as 01_train_gpt: text file, directory, token file (.bin); default fortune(6)
   std::size_t steps = 200;
   float lr = 3e-3f;
@@ -68,7 +72,8 @@ struct options {
 #ifdef WEFT_LARGE_PRESETS
       "                     | gpt-1.3b (24 x 2048, sequence 1024, micro-batch 8; bf16 only)\n"
 #endif
-      "  --precision P      f32 | bf16 (bf16 with f32 master weights and moments)  (default f32)\n"
+      "  --precision P      f32 | bf16 | f16 (16-bit storage, f32 master weights and moments; f16 with\n"
+      "                     dynamic loss scaling)  (default f32)\n"
       "  --data PATH        text file, directory of text files, or token file (.bin); default fortune(6)\n"
       "  --steps N          optimizer steps (default 200)\n"
       "  --lr X             peak learning rate (default 3e-3)\n"
@@ -110,6 +115,8 @@ int train_on_device(const options& o, corpus& data, double peak_tflops) {
       std::printf("step %zu/%zu  loss %.4f  grad norm %.3f  %.0f tok/s  %.2f TFLOP/s", s, o.steps, m.loss, m.grad_norm,
                   m.tokens_per_second, achieved * 1e-12);
       if (peak_tflops > 0) std::printf("  MFU %.1f%%", 100.0 * achieved / (peak_tflops * 1e12));
+      if constexpr (std::is_same_v<typename Plan::value_type, f16>) std::printf("  loss scale %.0f", m.loss_scale);
+      if (m.skipped) std::printf("  (skipped: %s)", m.nonfinite ? "f16 overflow, loss scale halved" : "not finite");
       std::printf("\n");
     }
   }
@@ -156,8 +163,8 @@ int main(int argc, char** argv) {
                  o.preset.c_str());
     return 2;
   }
-  if (o.precision != "f32" && o.precision != "bf16") {
-    std::fprintf(stderr, "train_gpt_cuda: unknown precision '%s'. Use f32 or bf16.\n", o.precision.c_str());
+  if (o.precision != "f32" && o.precision != "bf16" && o.precision != "f16") {
+    std::fprintf(stderr, "train_gpt_cuda: unknown precision '%s'. Use f32, bf16 or f16.\n", o.precision.c_str());
     return 2;
   }
   if (!cuda::device_available()) {
@@ -168,9 +175,16 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     cuda::check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
     const bool bf = o.precision == "bf16";
-    const double peak = o.peak_tflops > 0 ? o.peak_tflops : peak_tflops(prop.name, bf);
+    const double peak = o.peak_tflops > 0 ? o.peak_tflops : peak_tflops(prop.name, o.precision != "f32");
     std::printf("device: %s, %.1f GiB\n", prop.name, static_cast<double>(prop.totalGlobalMem) / (1 << 30));
     corpus data = corpus::open(o.data, "train_gpt_cuda");
+    if (o.precision == "f16") {
+      if (o.preset == "tiny") return train_on_device<f16_of<tiny_plan>>(o, data, peak);
+      if (o.preset == "small") return train_on_device<f16_of<small_plan>>(o, data, peak);
+      if (o.preset == "llama-small") return train_on_device<f16_of<llama_small_plan>>(o, data, peak);
+      if (o.preset == "gpt2-124m") return train_on_device<f16_of<gpt2_plan>>(o, data, peak);
+      throw std::invalid_argument("the " + o.preset + " preset has no f16 form: use --precision bf16");
+    }
     if (o.preset == "tiny") return bf ? train_on_device<bf16_of<tiny_plan>>(o, data, peak) : train_on_device<tiny_plan>(o, data, peak);
     if (o.preset == "small") return bf ? train_on_device<bf16_of<small_plan>>(o, data, peak) : train_on_device<small_plan>(o, data, peak);
     if (o.preset == "llama-small")

@@ -1,4 +1,4 @@
-// Several processes sharing one GPU (NCCL refuses that): data parallelism over device buffers
+// Several processes sharing one GPU (NCCL refuses that): data parallelism (ZeRO 0 to 3) over device buffers
 // through staging_communicator<mpi_communicator, cuda_staging_copier>, each rank's local step a
 // training_step<Plan, cuda_context> with its arena in device memory. Three steps must give the
 // losses and gradient norms of one training_step<Plan, cuda_context> over the whole batch.
@@ -25,20 +25,16 @@ std::int32_t token_at(std::size_t step, std::size_t row, std::size_t pos) {
   return static_cast<std::int32_t>((step * 131 + row * 17 + pos * 7) % 96);
 }
 
-int main(int argc, char** argv) {
-  auto world = mpi::world(argc, argv);
-  int have = cuda::device_available() ? 1 : 0;
-  world.all_reduce(std::span<int>(&have, 1), reduce_op::max);
-  if (!have) {
-    if (world.rank() == 0) std::printf("SKIP: no CUDA device\n");
-    return 77;
-  }
-  cuda::cuda_resources res;
+// One strategy: data parallelism with ZeRO stage `Zero` over the staged group, three steps
+// against one device step over every rank's rows as micro-batches.
+template <int Zero>
+int run_dp(mpi_communicator& world, const cuda::cuda_resources& res) {
   train_options o;
   o.optimizer.lr = 1e-2f;
   o.grad_clip = 0.5f;
   staged group(world, cuda::cuda_staging_copier{res.context().stream});
-  data_parallel_step<plan_t, staged, 0, device_step> dp(group, device_step(o, res.context()), 16 << 10);
+  using local_step = training_step<zero_local_plan_t<plan_t, Zero>, cuda::cuda_context>;  // its arena as ZeRO says
+  data_parallel_step<plan_t, staged, Zero, local_step> dp(group, local_step(o, res.context()), 16 << 10);
   train_options ro = o;
   ro.grad_accum = static_cast<std::size_t>(world.size());
   device_step ref(ro, res.context());  // one GPU, every rank's rows as micro-batches
@@ -67,10 +63,27 @@ int main(int argc, char** argv) {
                     std::abs(a.grad_norm - e.grad_norm) <= 1e-4 * e.grad_norm;
     if (!ok) ++bad;
     if (world.rank() == 0 || !ok)
-      std::printf("rank %d step %zu: loss %.7f vs %.7f, grad norm %.6f vs %.6f %s\n", world.rank(), s, a.loss, e.loss,
-                  a.grad_norm, e.grad_norm, ok ? "ok" : "FAIL");
+      std::printf("zero%d rank %d step %zu: loss %.7f vs %.7f, grad norm %.6f vs %.6f %s\n", Zero, world.rank(), s,
+                  a.loss, e.loss, a.grad_norm, e.grad_norm, ok ? "ok" : "FAIL");
   }
   world.all_reduce(std::span<int>(&bad, 1), reduce_op::sum);
-  if (world.rank() == 0) std::printf("%s: dp over %d processes on one GPU\n", bad ? "FAIL" : "ok", world.size());
+  if (world.rank() == 0)
+    std::printf("%s: dp (ZeRO-%d) over %d processes on one GPU\n", bad ? "FAIL" : "ok", Zero, world.size());
+  return bad;
+}
+
+int main(int argc, char** argv) {
+  auto world = mpi::world(argc, argv);
+  int have = cuda::device_available() ? 1 : 0;
+  world.all_reduce(std::span<int>(&have, 1), reduce_op::max);
+  if (!have) {
+    if (world.rank() == 0) std::printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  cuda::cuda_resources res;
+  int bad = run_dp<0>(world, res);
+  bad += run_dp<1>(world, res);
+  bad += run_dp<2>(world, res);
+  bad += run_dp<3>(world, res);
   return bad ? 1 : 0;
 }

@@ -73,6 +73,7 @@ template <std::size_t N, std::size_t OC> void ref_bias_backward(double* db, cons
 template <class T> constexpr double eps_v = static_cast<double>(std::numeric_limits<T>::epsilon());
 template <class T> const char* name_v = "f32";
 template <> const char* name_v<bf16> = "bf16";
+template <> const char* name_v<weft::f16> = "f16";
 
 template <class T>
 std::vector<T> random(std::size_t n, std::mt19937& rng, double lo = -1, double hi = 1) {
@@ -421,6 +422,7 @@ int main() {
   }
   all_cases<float>();
   all_cases<bf16>();
+  all_cases<weft::f16>();
   if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
     std::printf("FAIL: %s\n", cudaGetErrorString(e));
     return 1;

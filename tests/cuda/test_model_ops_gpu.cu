@@ -124,8 +124,8 @@ int check_steps(const char* name) {
     };
     const auto h = host.step(fill);
     const auto d = device.step(fill);
-    // f32: the two backends differ by summation order only; bf16: by bf16 roundings of different
-    // intermediate values (each backend rounds once per stored value), so a looser bound.
+    // f32: the two backends differ by summation order only; bf16 and f16: by 16-bit roundings of
+    // different intermediate values (each backend rounds once per stored value), so a looser bound.
     constexpr bool narrow = sizeof(typename Plan::value_type) < 4;
     const double tol_loss = narrow ? 2e-2 : 1e-4, tol_norm = narrow ? 5e-2 : 1e-3;
     const bool ok = std::abs(h.loss - d.loss) <= tol_loss * std::abs(h.loss) &&
@@ -135,6 +135,47 @@ int check_steps(const char* name) {
     bad += ok ? 0 : 1;
   }
   return bad;
+}
+
+// f16 with dynamic loss scaling on the device: a loss scale that overflows f16 (2^40) makes the
+// step non-finite on both backends; it is skipped (the parameters unchanged on the device) and
+// the scale halves, the host's verdict and the device's the same. The next step at a sane
+// scale trains again.
+template <class Plan>
+int check_overflow(const char* name) {
+  constexpr std::size_t V = Plan::vocab_size;
+  cuda::cuda_resources res;
+  train_options o;
+  o.optimizer.lr = 1e-2f;
+  training_step<Plan> host(o);
+  training_step<Plan, cuda::cuda_context> device(o, res.context());
+  auto fill = [&](auto tok, auto tgt) {
+    for (std::size_t i = 0; i < tok.size(); ++i) {
+      tok[i] = static_cast<std::int32_t>((i * 7) % V);
+      tgt[i] = static_cast<std::int32_t>((i * 5 + 1) % V);
+    }
+  };
+  const double huge = std::ldexp(1.0, 40);
+  host.restore_loss_scale(huge, 0);
+  device.restore_loss_scale(huge, 0);
+  const auto before = device.copy_params_to_host();
+  const auto h = host.step(fill);
+  const auto d = device.step(fill);
+  const auto after = device.copy_params_to_host();
+  bool same_params = before.size() == after.size();
+  for (std::size_t i = 0; same_params && i < before.size(); ++i) same_params = before[i].bits == after[i].bits;
+  const bool ok = d.skipped && d.nonfinite && h.skipped && h.nonfinite && same_params &&
+                  device.loss_scale_state().scale() == huge * 0.5 && host.loss_scale_state().scale() == huge * 0.5;
+  std::printf("%s %s overflow: device skipped %d (non-finite %d, parameters unchanged %d, scale %.4g -> %.4g), host "
+              "skipped %d\n", ok ? "ok" : "FAIL", name, d.skipped, d.nonfinite, same_params, huge,
+              device.loss_scale_state().scale(), h.skipped);
+  int bad = ok ? 0 : 1;
+  device.restore_loss_scale(1024.0, 0);
+  const auto d2 = device.step(fill);
+  const bool trains = !d2.skipped && std::isfinite(d2.loss);
+  std::printf("%s %s after the overflow, at scale 1024: loss %.5f, skipped %d\n", trains ? "ok" : "FAIL", name, d2.loss,
+              d2.skipped);
+  return bad + (trains ? 0 : 1);
 }
 
 using gpt_t = gpt<gpt_config<vocab<96>, context<64>, width<64>, heads<2>, depth<2>>>;
@@ -154,6 +195,9 @@ int main() {
     failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<float>>>("llama f32 steps");
     failures += check_steps<plan<gpt_t, batch<micro<2>, seq<64>>, precision<bf16, f32>>>("gpt bf16 steps");
     failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<bf16, f32>>>("llama bf16 steps");
+    failures += check_steps<plan<gpt_t, batch<micro<2>, seq<64>>, precision<f16, f32>>>("gpt f16 steps");
+    failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<f16, f32>>>("llama f16 steps");
+    failures += check_overflow<plan<gpt_t, batch<micro<2>, seq<64>>, precision<f16, f32>>>("gpt f16");
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;

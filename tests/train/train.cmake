@@ -11,10 +11,12 @@ if(TARGET train_gpt)
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/train/compare_precision.cmake)
   set_tests_properties(train.bf16_tracks_f32_validation_loss PROPERTIES LABELS "train;demo" TIMEOUT 600
                        ENVIRONMENT "OMP_NUM_THREADS=1")
-  # The same for precision<f16, f32> with dynamic loss scaling (issue 8).
+  # The same for precision<f16, f32> with dynamic loss scaling (issue 8), over 200 steps: the
+  # host's f16 arithmetic is software, so 400 steps took six minutes of the suite; at 200 the two
+  # runs end at 2.5648 (f32) and 2.5646 (f16), 2026-12-04.
   add_test(NAME train.f16_tracks_f32_validation_loss
            COMMAND ${CMAKE_COMMAND} -DTRAIN_GPT=$<TARGET_FILE:train_gpt>
-                   "-DARGS=--preset|small|--steps|400|--eval-every|400|--eval-batches|16" -DTOLERANCE=0.03 -DPRECISION=f16
+                   "-DARGS=--preset|small|--steps|200|--eval-every|200|--eval-batches|16" -DTOLERANCE=0.03 -DPRECISION=f16
                    -P ${CMAKE_CURRENT_SOURCE_DIR}/train/compare_precision.cmake)
   set_tests_properties(train.f16_tracks_f32_validation_loss PROPERTIES LABELS "train;demo" TIMEOUT 600
                        ENVIRONMENT "OMP_NUM_THREADS=1")

@@ -35,6 +35,7 @@
 #include "weft/ops/residual.hpp"
 #include "weft/ops/rmsnorm.hpp"
 #include "weft/ops/rope.hpp"
+#include "weft/ops/scale.hpp"
 #include "weft/ops/sum_squares.hpp"
 #include "weft/ops/swiglu.hpp"
 
@@ -48,9 +49,10 @@
 
 namespace weft::cuda {
 
-/// The element types the CUDA op bodies store.
+/// The element types the CUDA op bodies store (f16: precision<f16, f32> with dynamic loss scaling,
+/// whose overflow verdict is the executor's, from the gradient norm these bodies return).
 template <class T>
-concept device_element = std::same_as<T, float> || std::same_as<T, bf16>;
+concept device_element = std::same_as<T, float> || std::same_as<T, bf16> || std::same_as<T, f16>;
 
 namespace k = weft::cuda::kernels;
 
@@ -112,6 +114,11 @@ void op_impl(ops::zero_op, const cuda_context& c, T* x, std::size_t n) {
 template <device_element T>
 void op_impl(ops::copy_op, const cuda_context& c, T* dst, const std::type_identity_t<T>* src, std::size_t n) {
   check(k::launch_copy(c.stream, dst, src, n), "copy");
+}
+template <device_element T>
+void op_impl(ops::scale_op, const cuda_context& c, T* x, std::size_t n, double factor) {
+  if (factor == 1.0) return;
+  check(k::launch_scale(c.stream, x, n, static_cast<float>(factor)), "scale");
 }
 template <device_element T>
 void op_impl(ops::accumulate_op, const cuda_context& c, T* y, const std::type_identity_t<T>* x, std::size_t n) {
