@@ -189,7 +189,12 @@ done
 if [ -x "$prebuilt/cuda_gpu_shared_dp" ] && [ -d "$prebuilt/ompi-debs" ]; then
   say ""
   say "## several processes sharing the GPU (MPI)"
-  if ! command -v mpirun > /dev/null || ! ldd "$prebuilt/cuda_gpu_shared_dp" | grep -q "libmpi.so.40 => /"; then
+  # Boost.MPI 1.74 (what the test was linked against) beside the image's libraries; the whole
+  # Open MPI only where the image has none (the H200 image has Open MPI 4.1.6, ABI 40 as here).
+  mkdir -p /opt/weft-boost
+  for d in "$prebuilt"/ompi-debs/libboost*.deb; do dpkg -x "$d" /opt/weft-boost; done
+  export LD_LIBRARY_PATH=/opt/weft-boost/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
+  if ! command -v mpirun > /dev/null || ldd "$prebuilt/cuda_gpu_shared_dp" | grep -q "libmpi.so.40 => not found"; then
     mkdir -p /opt/weft-mpi
     for d in "$prebuilt"/ompi-debs/*.deb; do dpkg -x "$d" /opt/weft-mpi; done
     cp -a /opt/weft-mpi/. / 2> "$logs/mpi_unpack.txt"; ldconfig 2>> "$logs/mpi_unpack.txt"
@@ -198,7 +203,7 @@ if [ -x "$prebuilt/cuda_gpu_shared_dp" ] && [ -d "$prebuilt/ompi-debs" ]; then
   export OMPI_MCA_rmaps_base_oversubscribe=1
   for np in 2 4; do
     t=$SECONDS
-    timeout 120 mpirun -np $np "$prebuilt/cuda_gpu_shared_dp" > "$logs/shared_gpu_dp_np$np.txt" 2>&1
+    timeout 120 mpirun -np $np -x LD_LIBRARY_PATH "$prebuilt/cuda_gpu_shared_dp" > "$logs/shared_gpu_dp_np$np.txt" 2>&1
     rc=$?
     say "- shared_gpu_dp (mpirun -np $np cuda_gpu_shared_dp): exit $rc in $((SECONDS - t)) s"
     tail -n 5 "$logs/shared_gpu_dp_np$np.txt" | sed 's/^/    /' | tee -a "$summary"
