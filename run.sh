@@ -56,7 +56,8 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
 # ---- configure and build ----
 build="${WEFT_BUILD_DIR:-build}"
-jobs="${WEFT_JOBS:-$(nproc)}"
+# (nproc honours OMP_NUM_THREADS, set to 1 above: ask it without, or the build runs one job)
+jobs="${WEFT_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 if [ "$mode" = demo ]; then
   cmake --build "$build" -j "$jobs" --target train_gpt
