@@ -266,4 +266,31 @@ struct model_partition {
   }
 };
 
+/// ZeRO layer by layer over a model's block stack (its top-level repeat<N, Block>, N >= 2): the
+/// one layout plan<> (a single rank's arena) and tensor_parallel_plan (a shard's) both use.
+/// `WantsParams` (ZeRO-3) keeps the stack's parameters out of the arena, which then holds the
+/// layers before and after it and two one-block parameter windows; `WantsGrads` (ZeRO-2/3) does
+/// the same for gradients. `Eligible` is the arena's own condition (one pipeline stage, no
+/// expert parallelism; plan<> also no tensor parallelism, whose shard windows its own stack).
+/// `ParamCount` is the arena's parameter block (Model's).
+template <class Model, bool WantsParams, bool WantsGrads, bool Eligible, std::size_t ParamCount>
+struct block_windows {
+  using partition = model_partition<Model>;
+  static constexpr bool has_block_stack = Eligible && partition::has_blocks && partition::blocks >= 2;
+  static constexpr bool params = WantsParams && has_block_stack;
+  static constexpr bool grads = (WantsGrads || WantsParams) && has_block_stack;
+  static constexpr bool any = params || grads;
+  /// The stack's first parameter (offset in the block), one block's elements, the blocks (0
+  /// when nothing is windowed).
+  static constexpr std::size_t begin = any ? partition::pre.total : 0;
+  static constexpr std::size_t block = any ? partition::block.total : 0;
+  static constexpr std::size_t blocks = any ? partition::blocks : 0;
+  static constexpr bool exact = !any || begin + blocks * block + partition::post.total == ParamCount;
+  static_assert(exact, "weft::block_windows: the block stack does not account for the parameter block (internal error).");
+  /// Parameter and gradient elements the arena holds whole: the block less the stack when it
+  /// comes through windows.
+  static constexpr std::size_t resident_params = ParamCount - (params ? blocks * block : 0);
+  static constexpr std::size_t resident_grads = ParamCount - (grads ? blocks * block : 0);
+};
+
 }  // namespace weft

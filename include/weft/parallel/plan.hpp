@@ -193,7 +193,6 @@ struct plan {
   // This arena windows a single rank's stack; a tensor-parallel shard's arena
   // (tensor_parallel_plan) windows its own stack the same way, when this plan asks for windows
   // (wants_windowed_params, wants_windowed_grads). A pipeline stage holds whole.
-  using window_partition = model_partition<Model>;
   /// Whether ZeRO-3 (zero<3>, or sharded_parameters) asks for parameter windows, and ZeRO-2/3
   /// (zero<2>, zero<3>, sharded_gradients, sharded_parameters) for gradient windows, whatever
   /// the model: the arena that runs the block stack (this one, or a tensor-parallel shard's)
@@ -206,23 +205,22 @@ struct plan {
   static constexpr bool wants_windowed_grads =
       (strategy_type::zero_stage >= 2 && !strategy_type::wraps_local_step) || wants_windowed_params ||
       detail::count_of<detail::is_sharded_gradients, Options...> > 0;
-  static constexpr bool has_block_stack = strategy_type::tp == 1 && strategy_type::pp == 1 &&
-                                          ep_degree<strategy_type> == 1 && window_partition::has_blocks &&
-                                          window_partition::blocks >= 2;
-  static constexpr bool windowed_params = wants_windowed_params && has_block_stack;
-  static constexpr bool windowed_grads = wants_windowed_grads && has_block_stack;
-  /// The block stack's first parameter (offset in the model's block), one block's elements and
-  /// the blocks (windowed_params or windowed_grads only; 0 otherwise).
-  static constexpr bool windowed = windowed_params || windowed_grads;
+  using window_layout = block_windows<Model, wants_windowed_params, wants_windowed_grads,
+                                strategy_type::tp == 1 && strategy_type::pp == 1 && ep_degree<strategy_type> == 1,
+                                param_count>;
+  static constexpr bool has_block_stack = window_layout::has_block_stack;
+  static constexpr bool windowed_params = window_layout::params;
+  static constexpr bool windowed_grads = window_layout::grads;
+  static constexpr bool windowed = window_layout::any;
   static constexpr bool windows_with_sharded_optimizer = !windowed || !optimizer_state_in_arena;
   static_assert(windows_with_sharded_optimizer, "weft::plan: sharded_parameters or sharded_gradients without sharded_optimizer_state: the arena's own optimizer would update parameters and gradients it does not hold. Add sharded_optimizer_state (data_parallel_step keeps the optimizer state), or build the plan with zero_local_plan_t<Plan, Z>.");
-  static constexpr std::size_t window_begin = windowed ? window_partition::pre.total : 0;
-  static constexpr std::size_t window_block = windowed ? window_partition::block.total : 0;
-  static constexpr std::size_t window_blocks = windowed ? window_partition::blocks : 0;
-  /// Parameter and gradient elements the arena holds whole: param_count less the stack when
-  /// it comes through windows.
-  static constexpr std::size_t resident_param_count = param_count - (windowed_params ? window_blocks * window_block : 0);
-  static constexpr std::size_t resident_grad_count = param_count - (windowed_grads ? window_blocks * window_block : 0);
+  /// The block stack's first parameter (offset in the model's block), one block's elements and
+  /// the blocks (windowed only; 0 otherwise), and what the arena holds whole (block_windows).
+  static constexpr std::size_t window_begin = window_layout::begin;
+  static constexpr std::size_t window_block = window_layout::block;
+  static constexpr std::size_t window_blocks = window_layout::blocks;
+  static constexpr std::size_t resident_param_count = window_layout::resident_params;
+  static constexpr std::size_t resident_grad_count = window_layout::resident_grads;
   static constexpr state_sections state = [] {
     state_sections st = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
     st.params = resident_param_count;

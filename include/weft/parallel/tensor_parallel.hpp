@@ -485,26 +485,21 @@ struct tensor_parallel_plan {
   // and no expert parallelism, the arena holds the layers before and after the stack and two
   // one-block windows of parameters (ZeRO-3) and of gradients (ZeRO-2/3), which
   // data_parallel_step fills and reduce-scatters (block_window_hook).
-  using window_partition = model_partition<model>;  // the shard's own layers (tp 1: as they are)
-  static constexpr bool has_block_stack =
-      detail::single_stage_dense<Plan>() && window_partition::has_blocks && window_partition::blocks >= 2;
-  static constexpr bool windowed_params = detail::wants_windowed_params<Plan>() && has_block_stack;
-  static constexpr bool windowed_grads = (detail::wants_windowed_grads<Plan>() || windowed_params) && has_block_stack;
-  static constexpr bool windowed = windowed_params || windowed_grads;
+  using window_layout = block_windows<model, detail::wants_windowed_params<Plan>(), detail::wants_windowed_grads<Plan>(),
+                                detail::single_stage_dense<Plan>(), param_count>;
+  static constexpr bool has_block_stack = window_layout::has_block_stack;
+  static constexpr bool windowed_params = window_layout::params;
+  static constexpr bool windowed_grads = window_layout::grads;
+  static constexpr bool windowed = window_layout::any;
   static constexpr bool windows_with_sharded_optimizer = !windowed || !optimizer_state_in_arena;
   static_assert(windows_with_sharded_optimizer, "weft::tensor_parallel_plan: the plan keeps the block stack's parameters or gradients in ZeRO windows, but the arena's own optimizer would update parameters and gradients it does not hold. Add sharded_optimizer_state (data_parallel_step keeps the optimizer state), or build the plan with zero_local_plan_t<Plan, Z>.");
   /// The block stack's first parameter (offset in this shard's block), one block's elements and
-  /// the blocks (windowed only; 0 otherwise).
-  static constexpr std::size_t window_begin = windowed ? window_partition::pre.total : 0;
-  static constexpr std::size_t window_block = windowed ? window_partition::block.total : 0;
-  static constexpr std::size_t window_blocks = windowed ? window_partition::blocks : 0;
-  static constexpr bool window_layout_exact =
-      !windowed || window_begin + window_blocks * window_block + window_partition::post.total == param_count;
-  static_assert(window_layout_exact, "weft::tensor_parallel_plan: the shard's block stack does not account for its parameter block (internal error).");
-  /// Parameter and gradient elements the arena holds whole: param_count less the stack when it
-  /// comes through windows.
-  static constexpr std::size_t resident_param_count = param_count - (windowed_params ? window_blocks * window_block : 0);
-  static constexpr std::size_t resident_grad_count = param_count - (windowed_grads ? window_blocks * window_block : 0);
+  /// the blocks (windowed only; 0 otherwise), and what the arena holds whole (block_windows).
+  static constexpr std::size_t window_begin = window_layout::begin;
+  static constexpr std::size_t window_block = window_layout::block;
+  static constexpr std::size_t window_blocks = window_layout::blocks;
+  static constexpr std::size_t resident_param_count = window_layout::resident_params;
+  static constexpr std::size_t resident_grad_count = window_layout::resident_grads;
   static constexpr state_sections state = [] {
     state_sections st = local_state_sections(param_count, mixed_precision, optimizer_state_in_arena);
     st.params = resident_param_count;
