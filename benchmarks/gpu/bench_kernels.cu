@@ -216,10 +216,11 @@ void kernels(cublasLtHandle_t h, void* ws, std::size_t ws_bytes) {
     row_bytes("embedding forward (token + position)", dt,
               median_ms([&] { return k::launch_embedding_forward<B, S, V, C>(stream, out, idx, wte, wpe); }),
               3 * N * C * sz);
+    float* escratch = buffer<float>(k::embedding_backward_scratch_v<N, V, C>);
     row_bytes("embedding backward (deterministic)", dt,
-              median_ms([&] { return k::launch_embedding_backward<N, V, C>(stream, wte, out, idx); }),
+              median_ms([&] { return k::launch_embedding_backward<N, V, C>(stream, wte, out, idx, escratch); }),
               3 * N * C * sz);
-    cudaFree(wte), cudaFree(wpe), cudaFree(out), cudaFree(idx);
+    cudaFree(wte), cudaFree(wpe), cudaFree(out), cudaFree(idx), cudaFree(escratch);
   }
   // rotary embedding on a LLaMA-shaped qkv (8 heads, 2 kv heads, head dim 128)
   {

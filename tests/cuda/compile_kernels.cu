@@ -19,7 +19,7 @@ void gpt2(cudaStream_t s) {
   float *f = nullptr, *g = nullptr, *scratch = nullptr;
   const std::int32_t* idx = nullptr;
   k::launch_embedding_forward<B, S, Vp, C>(s, a, idx, b, c);
-  k::launch_embedding_backward<N, Vp, C>(s, a, b, idx);
+  k::launch_embedding_backward<N, Vp, C>(s, a, b, idx, scratch);
   k::launch_positional_backward<B, S, C>(s, a, b);
   k::launch_layernorm_forward<N, C>(s, a, f, g, b, c, d);
   k::launch_residual_layernorm_forward<N, C>(s, a, b, f, g, c, d, a, b);

@@ -257,7 +257,8 @@ void embedding_rope_cases(std::mt19937& rng) {
   ref_positional_forward<B, S, C>(re.data(), widen(wpe).data());
   check("embedding_forward", dout_e.get(), re, 1);
   auto rwte = widen(wte), rwpe = widen(wpe);
-  launched(k::launch_embedding_backward<N, V, C>(nullptr, dwte.p, ddout.p, didx.p), "embedding_backward");
+  dbuf<float> escratch(k::embedding_backward_scratch_v<N, V, C>);
+  launched(k::launch_embedding_backward<N, V, C>(nullptr, dwte.p, ddout.p, didx.p, escratch.p), "embedding_backward");
   launched(k::launch_positional_backward<B, S, C>(nullptr, dwpe.p, ddout.p), "positional_backward");
   ref_embedding_backward<N, V, C>(rwte.data(), widen(dout).data(), idx.data());
   ref_positional_backward<B, S, C>(rwpe.data(), widen(dout).data());

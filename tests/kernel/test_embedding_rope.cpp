@@ -7,6 +7,12 @@
 
 #include "kernel_check.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
 namespace k = weft::cuda::kernels;
 using weft::bf16;
 
@@ -36,7 +42,65 @@ template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::siz
 void ref_rope_backward(double* din, const double* dout) {
   weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, din, dout);
 }
+
+const auto emulate = [](const auto& kernel) { k::emulate_launch(kernel); };
+
+// The token table backward on N tokens drawn by `draw` (a run of one id may cross the sort's
+// chunks of 32 and its tiles of 1024): against the host op in double, deterministic, and in f32
+// the host op's bits for every id whose sorted run stays inside one chunk.
+template <class T, std::size_t N, std::size_t V, std::size_t C, class Draw>
+void embedding_backward_case(const std::string& what, Draw draw) {
+  std::mt19937 rng(61 + N);
+  std::vector<std::int32_t> idx(N);
+  for (auto& i : idx) i = draw(rng);
+  auto dout = kcheck::random<T>(N * C, rng), dwte = kcheck::random<T>(V * C, rng);
+  auto rdwte = kcheck::widen(dwte);
+  auto fdwte = std::vector<T>(dwte);
+  std::vector<float> scratch(k::embedding_backward_scratch_v<N, V, C>);
+  const auto ks = k::make_embedding_backward<N, V, C>(dwte.data(), dout.data(), idx.data(), scratch.data());
+  ks.run(emulate);
+  ref_embedding_backward<N, V, C>(rdwte.data(), kcheck::widen(dout).data(), idx.data());
+  kcheck::check("embedding_backward " + what, dwte, rdwte, 4);
+  // the sorted keys: ids in order, positions increasing within an id
+  using keys = k::detail::embedding_keys<N, V>;
+  for (std::size_t r = 0; r < N; ++r) {
+    const auto key = ks.pieces.sorted[r];
+    REQUIRE(keys::id(key) == static_cast<std::size_t>(idx[keys::position(key)]));
+    if (r > 0) REQUIRE(ks.pieces.sorted[r - 1] < key);
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    weft::ops::embedding_backward<N, V, C>(weft::host_context{}, fdwte.data(), dout.data(), idx.data());
+    std::vector<bool> crosses(V, false);  // the id's run meets a chunk boundary
+    for (std::size_t r = keys::chunk; r < N; r += keys::chunk)
+      if (keys::id(ks.pieces.sorted[r - 1]) == keys::id(ks.pieces.sorted[r])) crosses[keys::id(ks.pieces.sorted[r])] = true;
+    std::size_t exact = 0;
+    for (std::size_t v = 0; v < V; ++v) {
+      if (crosses[v]) continue;
+      REQUIRE(std::memcmp(&dwte[v * C], &fdwte[v * C], C * sizeof(T)) == 0);
+      ++exact;
+    }
+    std::printf("[kernel-accuracy] embedding_backward %s: %zu of %zu rows bit-identical to the f32 host op\n",
+                what.c_str(), exact, V);
+  }
+}
 }  // namespace
+
+TEMPLATE_TEST_CASE("token table backward: sorted runs across chunks and tiles", "[kernel][embedding]", float, bf16) {
+  using T = TestType;
+  // one tile, no merge pass; a third of the tokens are id 7 (its run crosses many chunks)
+  embedding_backward_case<T, 200, 64, 24>("skewed N=200", [](std::mt19937& r) {
+    return static_cast<std::int32_t>(r() % 3 == 0 ? 7 : r() % 64);
+  });
+  // five tiles of 1024 (three merge passes, the last run short); Zipf-like ids
+  embedding_backward_case<T, 4100, 300, 8>("zipf N=4100", [](std::mt19937& r) {
+    const double u = std::uniform_real_distribution<double>(0, 1)(r);
+    return static_cast<std::int32_t>(std::min(299.0, std::floor(std::pow(300.0, u) - 1)));
+  });
+  // every token the same id: one run over every chunk
+  embedding_backward_case<T, 100, 5, 16>("one id", [](std::mt19937&) { return std::int32_t{3}; });
+  // a single token
+  embedding_backward_case<T, 1, 5, 16>("N=1", [](std::mt19937&) { return std::int32_t{4}; });
+}
 
 TEMPLATE_TEST_CASE("token + position embedding forward and deterministic backward", "[kernel][embedding]", float,
                    bf16) {
@@ -65,14 +129,15 @@ TEMPLATE_TEST_CASE("token + position embedding forward and deterministic backwar
   auto rdwte = kcheck::widen(dwte), rdwpe = kcheck::widen(dwpe);
   const auto rdout = kcheck::widen(dout);
   auto dwte2 = dwte;
-  k::emulate_launch(k::make_embedding_backward<N, V, C>(dwte.data(), dout.data(), idx.data()));
+  std::vector<float> scratch(k::embedding_backward_scratch_v<N, V, C>);
+  k::make_embedding_backward<N, V, C>(dwte.data(), dout.data(), idx.data(), scratch.data()).run(emulate);
   k::emulate_launch(k::make_positional_backward<B, S, C>(dwpe.data(), dout.data()));
   ref_embedding_backward<N, V, C>(rdwte.data(), rdout.data(), idx.data());
   ref_positional_backward<B, S, C>(rdwpe.data(), rdout.data());
   kcheck::check("embedding_backward", dwte, rdwte, 4);
   kcheck::check("positional_backward", dwpe, rdwpe, 4);
   // deterministic: a second run from the same start gives the same bits
-  k::emulate_launch(k::make_embedding_backward<N, V, C>(dwte2.data(), dout.data(), idx.data()));
+  k::make_embedding_backward<N, V, C>(dwte2.data(), dout.data(), idx.data(), scratch.data()).run(emulate);
   for (std::size_t i = 0; i < dwte.size(); ++i) REQUIRE(std::memcmp(&dwte[i], &dwte2[i], sizeof(T)) == 0);
 }
 

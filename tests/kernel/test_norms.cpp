@@ -1,7 +1,8 @@
 // Layernorm (plain and fused with the residual add) and rmsnorm, forward and backward, on the
 // emulated grid against the host ops in double. Sizes cover one sweep per row (C = 768), a
 // masked partial warp (C = 100) and two sweeps with a masked tail (C = 5000); N = 37 leaves the
-// last backward block short of rows.
+// last backward block short of rows, N = 1403 gives each row group of the backward several rows
+// (norm_backward_shape) and a short last block too.
 #include <weft/backend/cuda/kernels/layernorm.hpp>  // make_layernorm_*, make_residual_layernorm_forward
 #include <weft/backend/cuda/kernels/rmsnorm.hpp>    // make_rmsnorm_*
 #include <weft/ops/layernorm.hpp>
@@ -45,7 +46,7 @@ std::vector<float> to_f32(const std::vector<double>& v) { return {v.begin(), v.e
 
 template <class T, std::size_t N, std::size_t C>
 void layernorm_case() {
-  const std::string tag = " C=" + std::to_string(C);
+  const std::string tag = " N=" + std::to_string(N) + " C=" + std::to_string(C);
   std::mt19937 rng(40 + C);
   auto x = kcheck::random<T>(N * C, rng, -2, 3), w = kcheck::random<T>(C, rng, 0.5, 1.5),
        b = kcheck::random<T>(C, rng), res = kcheck::random<T>(N * C, rng);
@@ -80,8 +81,7 @@ void layernorm_case() {
   auto ks = k::make_layernorm_backward<N, C>(dx.data(), dw.data(), db.data(), dy.data(), h.data(), w.data(),
                                              fmean.data(), frstd.data(), scratch.data());
   k::emulate_launch(ks.rows);
-  k::emulate_launch(ks.dweight);
-  k::emulate_launch(ks.dbias);
+  k::emulate_launch(ks.columns);
   ref_layernorm_backward<N, C>(rdx.data(), rdw.data(), rdb.data(), kcheck::widen(dy).data(), rh_t.data(), rw.data(),
                                kcheck::widen(fmean).data(), kcheck::widen(frstd).data());
   kcheck::check("layernorm_backward dinp" + tag, dx, rdx, 4);
@@ -91,7 +91,7 @@ void layernorm_case() {
 
 template <class T, std::size_t N, std::size_t C>
 void rmsnorm_case() {
-  const std::string tag = " C=" + std::to_string(C);
+  const std::string tag = " N=" + std::to_string(N) + " C=" + std::to_string(C);
   std::mt19937 rng(50 + C);
   auto x = kcheck::random<T>(N * C, rng, -2, 3), w = kcheck::random<T>(C, rng, 0.5, 1.5);
   const auto rx = kcheck::widen(x), rw = kcheck::widen(w);
@@ -122,10 +122,12 @@ TEMPLATE_TEST_CASE("layernorm fused with the residual add, forward and backward"
   layernorm_case<TestType, 37, 768>();
   layernorm_case<TestType, 37, 100>();
   layernorm_case<TestType, 5, 5000>();
+  layernorm_case<TestType, 1403, 768>();  // several rows per group, a short last block
 }
 
 TEMPLATE_TEST_CASE("rmsnorm forward and backward", "[kernel][rmsnorm]", float, bf16) {
   rmsnorm_case<TestType, 37, 768>();
   rmsnorm_case<TestType, 37, 100>();
   rmsnorm_case<TestType, 5, 5000>();
+  rmsnorm_case<TestType, 1403, 768>();
 }

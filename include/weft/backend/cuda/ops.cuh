@@ -185,7 +185,8 @@ void op_impl(ops::embedding_forward_op<N, V, C>, const cuda_context& c, T* out, 
 }
 template <std::size_t N, std::size_t V, std::size_t C, device_element T>
 void op_impl(ops::embedding_backward_op<N, V, C>, const cuda_context& c, T* dtable, const T* dout, const std::int32_t* idx) {
-  check(k::launch_embedding_backward<N, V, C>(c.stream, dtable, dout, idx), "embedding_backward");
+  float* scratch = c.borrow<float>(k::embedding_backward_scratch_v<N, V, C>, 0, "embedding_backward");
+  check(k::launch_embedding_backward<N, V, C>(c.stream, dtable, dout, idx, scratch), "embedding_backward");
 }
 template <std::size_t B, std::size_t S, std::size_t C, device_element T>
 void op_impl(ops::positional_forward_op<B, S, C>, const cuda_context& c, T* out, const T* wpe) {

@@ -22,8 +22,7 @@ cudaError_t launch_layernorm_backward(cudaStream_t s, T* dinp, T* dweight, T* db
                                       const T* weight, const float* mean, const float* rstd, float* scratch) {
   const auto k = make_layernorm_backward<N, C>(dinp, dweight, dbias, dout, inp, weight, mean, rstd, scratch);
   if (const cudaError_t e = launch(s, k.rows); e != cudaSuccess) return e;
-  if (const cudaError_t e = launch(s, k.dweight); e != cudaSuccess) return e;
-  return launch(s, k.dbias);
+  return launch(s, k.columns);
 }
 
 }  // namespace weft::cuda::kernels

@@ -6,10 +6,13 @@
 //   2: rstd; out = (x - mean) rstd w + b; mean and rstd kept in f32
 // The columns a thread holds come from row_tiling (a weft layout (vector element, thread,
 // sweep) -> column), so C picks the vector width, the block size and the unrolling.
-// Backward: a block takes RowsPerBlock rows, two phases per row (reduce Σg, Σg·xhat; write dx),
-// keeps its columns' dweight/dbias partials in registers and writes them as one row of
-// `partial`; column_sum_kernel then adds the blocks' rows in order (no atomics).
-#include "weft/backend/cuda/kernels/column_sum.hpp"  // column_sum_kernel
+// Backward (norm_backward_shape): a block holds several row groups, each covering one row as
+// the forward's block does; two phases per row (reduce Σg, Σg·xhat over the group; write dx),
+// each group keeps its columns' dweight/dbias partials in registers over its rows, the groups add
+// theirs in order through shared memory, and the block writes one row of `partial`;
+// norm_column_sum_kernel then adds the blocks' rows, in fixed slices of rows, in order (no
+// atomics). Order of a dweight/dbias column: rows in order within a group, groups in order
+// within a block, blocks in order within a slice of blocks, slices in order.
 #include "weft/backend/cuda/kernels/grid.hpp"        // block_reduce_*, load_vec, store_vec, math
 #include "weft/backend/cuda/kernels/tiling.hpp"      // row_tiling_for
 
@@ -98,18 +101,129 @@ struct layernorm_forward_kernel {
   }
 };
 
-/// Rows per block of the norm backward kernels.
-template <std::size_t N>
-inline constexpr std::size_t norm_backward_rows_v = N < 16 ? N : 16;
+// ---- the norms' backward: shape, group reductions, the column sum of the partials ----
+
+/// How the layernorm and rmsnorm backward cut N rows of C elements of `Bytes`-byte elements:
+/// a group of tiling::threads threads covers one row (as the forward's block does); a block holds
+/// `groups` groups (up to 512 threads), so that many rows are in flight per block, and each group
+/// walks `rows_per_group` rows, rows b * rows_per_block + k * groups + g for k = 0, 1, ...
+/// rows_per_group is picked so that the grid is about two blocks per SM of an H100/H200 (264),
+/// i.e. every row of a GPT-2 micro-batch is in flight in one or two steps, not 16 rows walked one
+/// after another by 256 blocks (what the earlier kernel did: 11-15% of the copy rate).
+template <std::size_t N, std::size_t C, std::size_t Bytes>
+struct norm_backward_shape {
+  static constexpr std::size_t width = [] {
+    std::size_t w = 16 / Bytes;
+    while (w > 1 && C % w != 0) w /= 2;
+    return w;
+  }();
+  static constexpr unsigned group_threads = row_threads_v<C, width>;
+  static constexpr std::size_t groups = group_threads >= 512 ? 1 : 512 / group_threads;
+  static constexpr unsigned threads = static_cast<unsigned>(groups * group_threads);
+  static constexpr std::size_t rows_per_group = [] {
+    const std::size_t r = ceil_div(N, groups * 264);
+    return r < 1 ? 1 : (r > 16 ? 16 : r);
+  }();
+  static constexpr std::size_t rows_per_block = groups * rows_per_group;
+  static constexpr std::size_t blocks = ceil_div(N, rows_per_block);
+};
+
+/// Partial rows (blocks) of the norm backward: the most any element size up to 8 bytes gives.
+template <std::size_t N, std::size_t C>
+inline constexpr std::size_t norm_backward_blocks_v = [] {
+  std::size_t b = 0;
+  for (std::size_t x : {norm_backward_shape<N, C, 1>::blocks, norm_backward_shape<N, C, 2>::blocks,
+                        norm_backward_shape<N, C, 4>::blocks, norm_backward_shape<N, C, 8>::blocks})
+    b = x > b ? x : b;
+  return b;
+}();
+
+namespace detail {
+
+/// The second half of a reduction over one group of `warps` warps starting at `first_warp`
+/// (the first half is block_reduce_put in the phase before): the warps' butterflies combined in
+/// warp order, as block_reduce_get does for the whole block; host and device agree bit for bit.
+template <unsigned Threads>
+WEFT_HOST_DEVICE float group_reduce_sum(const block_reduce_storage<Threads, float>& s, unsigned first_warp,
+                                        unsigned warps) {
+#if defined(__CUDA_ARCH__)
+  float r = s.slot[first_warp];
+  for (unsigned w = 1; w < warps; ++w) r += s.slot[first_warp + w];
+  return r;
+#else
+  float r = 0;
+  for (unsigned w = 0; w < warps; ++w) {
+    float a[warp_size], b[warp_size];  // the 32 lanes of the warp
+    for (unsigned l = 0; l < warp_size; ++l) a[l] = s.slot[(first_warp + w) * warp_size + l];
+    for (unsigned o = warp_size / 2; o > 0; o /= 2) {
+      for (unsigned l = 0; l < warp_size; ++l) b[l] = a[l] + a[l ^ o];  // what __shfl_xor_sync does
+      for (unsigned l = 0; l < warp_size; ++l) a[l] = b[l];
+    }
+    r = w == 0 ? a[0] : r + a[0];
+  }
+  return r;
+#endif
+}
+
+}  // namespace detail
+
+/// The norms' second pass: out0(C) += column sums of partial(rows, 0 .. C), and out1(C) += those
+/// of partial(rows, C .. 2C) when out1 is not null (rows of width 2C then). A block takes 32
+/// columns and 8 slices of consecutive rows; each thread sums its slice's rows in order, then
+/// the slices are added in order (so 8x the threads of one-thread-per-column, and one launch for
+/// dweight and dbias together). The order depends only on the sizes: deterministic, no atomics.
+template <class T>
+struct norm_column_sum_kernel {
+  static constexpr unsigned slices = 8;
+  static constexpr unsigned threads = slices * warp_size;
+  T* out0;
+  T* out1;  // null: one output
+  const float* partial;  // (rows, width)
+  std::size_t rows;
+  std::size_t cols;  // C
+  struct shared {
+    float part[slices][warp_size];  // (slice, column in the block)
+  };
+  struct locals {};
+  static constexpr int phases = 2;
+  std::size_t width() const { return out1 != nullptr ? 2 * cols : cols; }
+  launch_config config() const {
+    return {{static_cast<unsigned>(ceil_div(width(), warp_size)), 1, 1}, {warp_size, slices, 1}};
+  }
+  WEFT_HOST_DEVICE void phase(int p, const block_context& c, shared& s, locals&) const {
+    const std::size_t wd = out1 != nullptr ? 2 * cols : cols;
+    const std::size_t col = std::size_t{c.block_idx.x} * warp_size + c.thread_idx.x;
+    if (p == 0) {
+      const std::size_t per = ceil_div(rows, slices), r0 = c.thread_idx.y * per;
+      const std::size_t r1 = r0 + per < rows ? r0 + per : rows;
+      float sum = 0;
+      if (col < wd)
+        for (std::size_t r = r0; r < r1; ++r) sum += partial[r * wd + col];
+      s.part[c.thread_idx.y][c.thread_idx.x] = sum;
+    } else if (c.thread_idx.y == 0 && col < wd) {
+      float total = s.part[0][c.thread_idx.x];
+      for (unsigned y = 1; y < slices; ++y) total += s.part[y][c.thread_idx.x];
+      T* o = col < cols ? out0 + col : out1 + (col - cols);
+      *o = from_f32<T>(to_f32(*o) + total);
+    }
+  }
+};
 
 /// Backward, pass 1: dinp(N, C) += ...; partial(blocks, 2, C) = per-block dweight, dbias sums.
+/// Per row two phases: (load x, dout, w and the dinp being accumulated into; Σg, Σg·xhat per
+/// group), (the group's sums; write dx). The block's groups then add their column partials in
+/// group order through shared memory and write one row of `partial`.
 template <std::size_t N, std::size_t C, class T>
 struct layernorm_backward_kernel {
+  using shape = norm_backward_shape<N, C, sizeof(T)>;
   using tiling = row_tiling_for<T, C>;
-  static constexpr unsigned threads = tiling::threads;
+  static_assert(tiling::threads == shape::group_threads && tiling::width == shape::width);
+  static constexpr unsigned threads = shape::threads;
   static constexpr std::size_t W = tiling::width;
-  static constexpr std::size_t R = norm_backward_rows_v<N>;
-  static constexpr std::size_t blocks = ceil_div(N, R);
+  static constexpr std::size_t G = shape::groups;
+  static constexpr std::size_t R = shape::rows_per_group;
+  static constexpr std::size_t blocks = shape::blocks;
+  static constexpr unsigned group_warps = tiling::threads / warp_size;
 
   T* dinp;
   float* partial;  // (blocks, 2, C): dweight rows then dbias rows
@@ -121,30 +235,50 @@ struct layernorm_backward_kernel {
 
   struct shared {
     block_reduce_storage<threads, float> g, gx;
+    float part[G > 1 ? G : 1][2][G > 1 ? C : 1];  // (group, dweight/dbias, C): the groups' partials
   };
   struct locals {
-    float dw[tiling::per_thread], db[tiling::per_thread];  // this block's column partials
+    float dw[tiling::per_thread], db[tiling::per_thread];  // this group's column partials
     float xhat[tiling::per_thread], g[tiling::per_thread];  // the current row
+    float dx[tiling::per_thread];                           // dinp of the current row, loaded early
   };
-  static constexpr int phases = static_cast<int>(2 * R + 1);
+  static constexpr int phases = static_cast<int>(2 * R + (G > 1 ? 2 : 1));
   launch_config config() const { return {{static_cast<unsigned>(blocks), 1, 1}, {threads, 1, 1}}; }
 
   WEFT_HOST_DEVICE void phase(int p, const block_context& c, shared& s, locals& l) const {
-    const std::size_t t = c.thread_rank();
-    if (p == phases - 1) {  // write the block's partials
-      float* pw = partial + c.block_rank() * 2 * C;  // (C)
-      float* pb = pw + C;                            // (C)
-      for (std::size_t it = 0; it < tiling::iters; ++it) {
-        const std::size_t col = tiling::column(t, it);
-        if (col >= C) continue;
-        for (std::size_t e = 0; e < W; ++e) {
-          pw[col + e] = l.dw[it * W + e];
-          pb[col + e] = l.db[it * W + e];
+    const std::size_t group = c.thread_rank() / tiling::threads, t = c.thread_rank() % tiling::threads;
+    if (p >= static_cast<int>(2 * R)) {  // the block's partials
+      if constexpr (G == 1) {
+        float* pw = partial + c.block_rank() * 2 * C;  // (C)
+        for (std::size_t it = 0; it < tiling::iters; ++it) {
+          const std::size_t col = tiling::column(t, it);
+          if (col >= C) continue;
+          for (std::size_t e = 0; e < W; ++e) {
+            pw[col + e] = l.dw[it * W + e];
+            pw[C + col + e] = l.db[it * W + e];
+          }
+        }
+      } else if (p == static_cast<int>(2 * R)) {
+        for (std::size_t it = 0; it < tiling::iters; ++it) {
+          const std::size_t col = tiling::column(t, it);
+          if (col >= C) continue;
+          for (std::size_t e = 0; e < W; ++e) {
+            s.part[group][0][col + e] = l.dw[it * W + e];
+            s.part[group][1][col + e] = l.db[it * W + e];
+          }
+        }
+      } else {  // groups added in order, every thread of the block on its columns of (2, C)
+        float* pw = partial + c.block_rank() * 2 * C;  // (2, C)
+        for (std::size_t i = c.thread_rank(); i < 2 * C; i += threads) {
+          const std::size_t which = i / C, col = i % C;
+          float sum = s.part[0][which][col];
+          for (std::size_t q = 1; q < G; ++q) sum += s.part[q][which][col];
+          pw[i] = sum;
         }
       }
       return;
     }
-    const std::size_t row = c.block_rank() * R + static_cast<std::size_t>(p / 2);
+    const std::size_t row = c.block_rank() * shape::rows_per_block + static_cast<std::size_t>(p / 2) * G + group;
     const bool live = row < N;  // the last block may hold fewer rows; it still meets every barrier
     const std::size_t at = row * C;
     if (p % 2 == 0) {
@@ -157,9 +291,11 @@ struct layernorm_backward_kernel {
           const auto x = load_vec<W>(inp + at + col);
           const auto dy = load_vec<W>(dout + at + col);
           const auto w = load_vec<W>(weight + col);
+          const auto dx = load_vec<W>(dinp + at + col);  // with the rest: one memory round trip per row
           for (std::size_t e = 0; e < W; ++e) {
             const std::size_t j = it * W + e;
             const float d = to_f32(dy.v[e]);
+            l.dx[j] = to_f32(dx.v[e]);
             l.xhat[j] = (to_f32(x.v[e]) - m) * rs;
             l.g[j] = d * to_f32(w.v[e]);
             gs += l.g[j];
@@ -172,17 +308,18 @@ struct layernorm_backward_kernel {
       block_reduce_put(c, s.g, gs, sum_op{});
       block_reduce_put(c, s.gx, gxs, sum_op{});
     } else {
-      const float g_mean = block_reduce_get(c, s.g, sum_op{}) / float(C);
-      const float gx_mean = block_reduce_get(c, s.gx, sum_op{}) / float(C);
+      const unsigned first = static_cast<unsigned>(group) * group_warps;
+      const float g_mean = detail::group_reduce_sum(s.g, first, group_warps) / float(C);
+      const float gx_mean = detail::group_reduce_sum(s.gx, first, group_warps) / float(C);
       if (!live) return;
       const float rs = rstd[row];
       for (std::size_t it = 0; it < tiling::iters; ++it) {
         const std::size_t col = tiling::column(t, it);
         if (col >= C) continue;
-        auto dx = load_vec<W>(dinp + at + col);
+        vec<T, W> dx;
         for (std::size_t e = 0; e < W; ++e) {
           const std::size_t j = it * W + e;
-          dx.v[e] = from_f32<T>(to_f32(dx.v[e]) + rs * (l.g[j] - g_mean - l.xhat[j] * gx_mean));
+          dx.v[e] = from_f32<T>(l.dx[j] + rs * (l.g[j] - g_mean - l.xhat[j] * gx_mean));
         }
         store_vec<W>(dinp + at + col, dx);
       }
@@ -190,16 +327,15 @@ struct layernorm_backward_kernel {
   }
 };
 
-/// Floats of scratch the layernorm backward needs.
+/// Floats of scratch the layernorm backward needs (any element type).
 template <std::size_t N, std::size_t C>
-inline constexpr std::size_t layernorm_backward_scratch_v = ceil_div(N, norm_backward_rows_v<N>) * 2 * C;
+inline constexpr std::size_t layernorm_backward_scratch_v = norm_backward_blocks_v<N, C> * 2 * C;
 
-/// The kernels of one layernorm backward: rows, then dweight and dbias column sums.
+/// The kernels of one layernorm backward: rows, then the dweight and dbias column sums.
 template <std::size_t N, std::size_t C, class T>
 struct layernorm_backward_kernels {
   layernorm_backward_kernel<N, C, T> rows;
-  column_sum_kernel<T> dweight;  // partial rows 0, 2, 4, ... (stride 2C)
-  column_sum_kernel<T> dbias;
+  norm_column_sum_kernel<T> columns;  // partial rows of 2C: dweight, dbias
 };
 
 /// out, mean, rstd = layernorm(inp) (see layernorm_forward_kernel).
@@ -221,10 +357,10 @@ layernorm_backward_kernels<N, C, T> make_layernorm_backward(T* dinp, T* dweight,
                                                             const T* inp, const T* weight, const float* mean,
                                                             const float* rstd, float* scratch) {
   using rows = layernorm_backward_kernel<N, C, T>;
+  static_assert(rows::blocks * 2 * C <= layernorm_backward_scratch_v<N, C>);
   // Block b's dweight partials start at b * 2C, its dbias partials at b * 2C + C.
   return {rows{dinp, scratch, dout, inp, weight, mean, rstd},
-          column_sum_kernel<T>{dweight, scratch, rows::blocks, C, 2 * C},
-          column_sum_kernel<T>{dbias, scratch + C, rows::blocks, C, 2 * C}};
+          norm_column_sum_kernel<T>{dweight, dbias, scratch, rows::blocks, C}};
 }
 
 }  // namespace weft::cuda::kernels
