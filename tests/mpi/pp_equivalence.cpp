@@ -5,7 +5,9 @@
 // several steps with gradient clipping active, the losses, gradient norms and the parameters
 // each stage holds (compared by global name, the last stage's tied copy of wte included) must
 // agree: f64 tightly, f32 looser.
-//   mpirun -np 2 mpi_pp_equivalence <gpt|llama> <gpipe|1f1b|interleaved> <f64|f32> [zero 0|1|3] [steps]
+// gpt-vocab (1f1b, zero 0 only): a token table wider than the stages' activation slots and
+// workspace, so that the tied-embedding gradient sum crosses in several pieces through them.
+//   mpirun -np 2 mpi_pp_equivalence <gpt|gpt-vocab|llama> <gpipe|1f1b|interleaved> <f64|f32> [zero 0|1|3] [steps]
 //   mpirun -np 4 ...  (dp 2 x pp 2, through data_parallel_step)
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
@@ -27,6 +29,8 @@ using namespace weft;
 
 // depth 4 = pp 2 x interleaved chunks 2 x 1 block
 using gpt_t = gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<2>, depth<4>>>;
+// vocab x width (131072) above a stage's slots and workspace: the tied sum takes several pieces
+using gpt_vocab_t = gpt<gpt_config<vocab<2048>, context<8>, width<64>, heads<2>, depth<4>>>;
 using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<4>>>;
 constexpr std::size_t B = 2, S = 8, M = 4, PP = 2;  // per data-parallel rank: M micro-batches of B sequences
 
@@ -72,6 +76,7 @@ void run(mpi_communicator& world, std::size_t steps, double tol) {
   if constexpr (std::is_same_v<Schedule, one_f_one_b>) WEFT_CHECK(pipe.layout().slots == PP - stage);
   if constexpr (std::is_same_v<Schedule, gpipe>) WEFT_CHECK(pipe.layout().slots == M);
   WEFT_CHECK(pipe.layout().bytes == pipe_t::bytes_of_stage(stage));
+  if constexpr (std::is_same_v<Model, gpt_vocab_t>) WEFT_CHECK(Model::vocab_size * Model::width > pipe_t::tied_piece_elements());
 
   bool clipped = false;
   for (std::size_t s = 0; s < steps; ++s) {
@@ -187,10 +192,12 @@ int main(int argc, char** argv) {
   const std::string model = argc > 1 ? argv[1] : "", schedule = argc > 2 ? argv[2] : "", dtype = argc > 3 ? argv[3] : "";
   const long zero_arg = argc > 4 ? test::number_arg(argv[4]) : -1, steps_arg = argc > 5 ? test::number_arg(argv[5]) : 4;
   test::require_args(world,
-                     argc >= 5 && argc <= 6 && test::one_of(model, {"gpt", "llama"}) &&
+                     argc >= 5 && argc <= 6 && test::one_of(model, {"gpt", "gpt-vocab", "llama"}) &&
                          test::one_of(schedule, {"gpipe", "1f1b", "interleaved"}) && test::one_of(dtype, {"f64", "f32"}) &&
-                         (zero_arg == 0 || zero_arg == 1 || zero_arg == 3) && steps_arg > 0,
-                     "pp_equivalence: usage: <gpt|llama> <gpipe|1f1b|interleaved> <f64|f32> <zero 0|1|3> [steps > 0]",
+                         (zero_arg == 0 || zero_arg == 1 || zero_arg == 3) && steps_arg > 0 &&
+                         (model != "gpt-vocab" || (schedule == "1f1b" && zero_arg == 0)),
+                     "pp_equivalence: usage: <gpt|gpt-vocab|llama> <gpipe|1f1b|interleaved> <f64|f32> <zero 0|1|3> [steps > 0] "
+                     "(gpt-vocab: 1f1b, zero 0)",
                      argc, argv);
   const int zero = static_cast<int>(zero_arg);
   const std::size_t steps = static_cast<std::size_t>(steps_arg);
@@ -198,7 +205,9 @@ int main(int argc, char** argv) {
     world.abort(2, "pp_equivalence: run on a multiple of 2 ranks (pipeline of 2 stages).");
   const bool f64 = dtype == "f64";
   const double tol = f64 ? 1e-10 : 2e-4;
-  if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, schedule, zero, steps, tol) : dispatch<gpt_t, float>(world, schedule, zero, steps, tol);
+  if (model == "gpt-vocab")
+    f64 ? run<gpt_vocab_t, double, one_f_one_b, 0>(world, steps, tol) : run<gpt_vocab_t, float, one_f_one_b, 0>(world, steps, tol);
+  else if (model == "gpt") f64 ? dispatch<gpt_t, double>(world, schedule, zero, steps, tol) : dispatch<gpt_t, float>(world, schedule, zero, steps, tol);
   else f64 ? dispatch<llama_t, double>(world, schedule, zero, steps, tol) : dispatch<llama_t, float>(world, schedule, zero, steps, tol);
   return test::finish(world, ("pp_equivalence " + model + " " + schedule + " " + dtype + " zero " +
                               std::to_string(zero)).c_str());

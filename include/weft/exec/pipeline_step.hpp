@@ -24,7 +24,9 @@
 // virtual stage) and given back once its input gradient is sent (send_grad; backward on the
 // first virtual stage). A slot holds the chunk's kept activations, its input x, its output y
 // (the activation sent on, or the logits; later the output gradient received, in place) and
-// the input gradient dx it sends back. Everything is allocated once, at construction.
+// the input gradient dx it sends back. Everything is allocated once, at construction; messages
+// go straight from and into the arena, and the tied-embedding gradient sum receives the peer's
+// copy into the slots and workspace, idle after the last backward (sum_tied_gradients).
 //
 // The step: micro-batches replace gradient accumulation (train_options::grad_accum must be 1).
 // The loss is computed on the last stage (fused softmax-cross-entropy, scale 1/(rows·M·dp)) and
@@ -395,6 +397,19 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
   /// Bytes of stage `stage`'s arena: everything its step touches besides code and BLAS buffers.
   static constexpr std::size_t bytes_of_stage(std::size_t stage) { return layout_of(stage).bytes; }
 
+  /// Elements of the tied gradient exchanged at once by the tied-embedding sum (after the last
+  /// backward): the activation slots and the workspace (the arena from slots_at to losses_at) of
+  /// the smallest stage of the embedding group, so that both ends cut the same pieces.
+  static constexpr std::size_t tied_piece_elements() {
+    std::size_t piece = static_cast<std::size_t>(-1);
+    for (std::size_t s = 0; s < P; ++s)
+      if (in_embedding_group(s)) {
+        const stage_layout l = layout_of(s);
+        piece = std::min(piece, (l.losses_at - l.slots_at) / sizeof(T));
+      }
+    return piece;
+  }
+
   // ---- construction ----
 
   /// `pp` is this rank's pipeline group: P ranks, rank s running stage s.
@@ -648,7 +663,7 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     }
   }
 
-  static bool in_embedding_group(std::size_t stage) {
+  static constexpr bool in_embedding_group(std::size_t stage) {
     for (std::size_t c = 0; c < chunks; ++c)
       if (facts(stage, c).tied_count > 0) return true;
     return false;
@@ -776,12 +791,35 @@ class pipeline_step : public step_skeleton<pipeline_step<Plan, P, Schedule, Micr
     for (const range& r : replicated_) tp_->all_reduce_sum(grads().data() + r.offset, r.size);
   }
 
-  // The two copies of the tied parameter hold the sum of both stages' gradients.
+  // The two copies of the tied parameter hold the sum of both stages' gradients. The peer's copy
+  // arrives piece by piece in this stage's activation slots and workspace, idle once every
+  // backward has run, and is added onto ours (a + b on one end, b + a on the other: the same
+  // sum). Not an in-place all-reduce of the copy: Open MPI 4.1 runs that as a reduce-scatter and
+  // an all-gather (ompi_coll_base_allreduce_intra_redscat_allgather) through a temporary of the
+  // copy's size, of which it touches half at 2 ranks — 12 MiB for GPT-2-small's 24 MiB f32 token
+  // table, growing with vocab × width / tp, beside the arena and outside the plan.
   void sum_tied_gradients() {
     for (std::size_t c = 0; c < chunks; ++c) {
       const chunk_facts& f = facts(stage_, c);
-      if (f.tied_count > 0)
-        embed_.all_reduce(grads().subspan(layout_.chunk_base[c] + f.tied_offset, f.tied_count), reduce_op::sum);
+      if (f.tied_count == 0) continue;
+      const std::span<T> g = grads().subspan(layout_.chunk_base[c] + f.tied_offset, f.tied_count);
+      constexpr std::size_t piece = tied_piece_elements();
+      if (embed_.size() != 2 || piece == 0) {  // no peer, or no room: the library's all-reduce
+        embed_.all_reduce(g, reduce_op::sum);
+        continue;
+      }
+      if (free_.size() != layout_.slots)  // the schedule check rules this out (updates follow every backward)
+        pp_.abort(1, "weft::pipeline_step: an activation slot is held at the tied-gradient sum (internal error).");
+      const int peer = 1 - embed_.rank();
+      T* in = at<T>(layout_.slots_at);  // (piece): the peer's gradient
+      for (std::size_t o = 0; o < g.size(); o += piece) {
+        const std::size_t n = std::min(piece, g.size() - o);
+        auto r = embed_.irecv(std::span<T>(in, n), peer, 0);
+        auto s = embed_.isend(std::span<const T>(g.data() + o, n), peer, 0);
+        r.wait();
+        s.wait();
+        ops::accumulate(ctx_, flat(ctx_, g.data() + o, n), flat(ctx_, static_cast<const T*>(in), n));
+      }
     }
   }
 

@@ -69,8 +69,12 @@
 // stage_memory::comm_bytes, counted in total() but not in allocated_bytes() (the step's own
 // buffers: the arena and the shards). Without them a rank whose share is small measured
 // 1.24 × the plan (docs/benchmarks.md).
-// Not counted: workspace, the tensor- and pipeline-parallel collectives' temporaries (an
-// activation's size), fragmentation.
+// Not counted: workspace, a pipeline stage's outputs and input gradients in flight, the
+// tensor-parallel collectives' temporaries (an activation's size), fragmentation. A pipeline
+// stage's own messages hold no library buffers (sends and receives go straight from and into
+// its arena, and the tied-embedding gradient sum crosses through its idle activation slots,
+// pipeline_step::sum_tied_gradients: an in-place all-reduce of the tied copy had Open MPI 4.1
+// touch a temporary of half the copy at 2 ranks, 12 MiB for GPT-2-small's token table).
 #include "weft/core/constant.hpp"        // dynamic
 #include "weft/parallel/partition.hpp"   // model_partition
 #include "weft/parallel/schedule.hpp"    // schedule_kind, detail::tag_kind, detail::warmup
