@@ -28,6 +28,8 @@ template <class T>
 inline const char* name_v = "f32";
 template <>
 inline const char* name_v<weft::bf16> = "bf16";
+template <>
+inline const char* name_v<weft::f16> = "f16";
 
 /// n values uniform in [lo, hi), rounded to T.
 template <class T>

@@ -9,6 +9,7 @@
 #include "weft/backend/cuda/kernels/cross_entropy.cuh"  // launch_softmax_cross_entropy_forward_backward
 #include "weft/backend/cuda/kernels/elementwise.cuh"    // launch_gelu_*, launch_swiglu_*, launch_residual_*
 #include "weft/backend/cuda/kernels/embedding.cuh"      // launch_embedding_*, launch_positional_backward
+#include "weft/backend/cuda/kernels/flash_attention.cuh" // launch_mma_attention_forward/backward (tensor cores)
 #include "weft/backend/cuda/kernels/layernorm.cuh"      // launch_layernorm_*, launch_residual_layernorm_forward
 #include "weft/backend/cuda/kernels/memory.cuh"         // launch_cast, launch_fill, launch_zero, launch_accumulate, ...
 #include "weft/backend/cuda/kernels/rmsnorm.cuh"        // launch_rmsnorm_*

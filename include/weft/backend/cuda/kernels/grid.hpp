@@ -18,6 +18,15 @@
 // A phase never returns early from the kernel as a whole: idle threads just skip work, because
 // every thread must reach every barrier.
 //
+// Warp barriers. A kernel may also declare
+//   static constexpr bool warp_barrier_after(int p);   // true: only the warp synchronises
+// for phases whose successors read only what their own warp wrote (a warp's shared tile, the
+// lanes of one quad exchanging partial sums). The device then runs __syncwarp() after phase p
+// instead of __syncthreads(). The emulator keeps that weaker promise and no more: a run of phases
+// joined by warp barriers is executed one warp at a time (warp 0 through the whole run, then warp
+// 1, ...; reversed under emulation_order::reverse), so a phase that reads another warp's writes
+// across a warp barrier sees them missing in one of the two orders.
+//
 // Block reductions are two-phase primitives (block_reduce_put in phase k, block_reduce_get in
 // phase k + 1). On the device `put` reduces a warp with __shfl_xor_sync and lane 0 stores the
 // warp's value; `get` combines the warps in order. On the host `put` stores every thread's value
@@ -27,6 +36,7 @@
 // contraction and the math library's last ulp).
 #include "weft/config.hpp"  // WEFT_HOST_DEVICE
 
+#include <algorithm>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
@@ -100,6 +110,13 @@ struct block_context {
 #endif
 };
 
+/// Whether the barrier after phase p of K synchronises only each warp (K::warp_barrier_after).
+template <class K>
+WEFT_HOST_DEVICE constexpr bool warp_barrier_after(int p) noexcept {
+  if constexpr (requires { K::warp_barrier_after(0); }) return K::warp_barrier_after(p);
+  else return false;
+}
+
 /// Satisfied by a kernel written as phases (see the top of this file).
 template <class K>
 concept phased_kernel =
@@ -145,15 +162,32 @@ void emulate_launch(launch_config cfg, const K& k, emulation_order order = defau
   // linear index -> (x, y, z), x fastest
   auto split = [](unsigned i, dim d) { return dim{i % d.x, (i / d.x) % d.y, i / (d.x * d.y)}; };
   const unsigned blocks = cfg.grid.count();
+  const unsigned warps = (threads + warp_size - 1) / warp_size;
   for (unsigned bi = 0; bi < blocks; ++bi) {
     c.block_idx = split(rev ? blocks - 1 - bi : bi, cfg.grid);
     std::memset(static_cast<void*>(sh.get()), 0xFF, sizeof(shared));
     for (auto& l : loc) l = locals{};
-    for (int p = 0; p < K::phases; ++p)
-      for (unsigned ti = 0; ti < threads; ++ti) {
-        c.thread_idx = split(rev ? threads - 1 - ti : ti, cfg.block);
-        k.phase(p, c, *sh, loc[c.thread_rank()]);
+    for (int p = 0; p < K::phases;) {
+      int q = p;  // phases p..q are joined by warp barriers: run them warp by warp
+      while (q + 1 < K::phases && warp_barrier_after<K>(q)) ++q;
+      if (q == p) {
+        for (unsigned ti = 0; ti < threads; ++ti) {
+          c.thread_idx = split(rev ? threads - 1 - ti : ti, cfg.block);
+          k.phase(p, c, *sh, loc[c.thread_rank()]);
+        }
+      } else {
+        for (unsigned wi = 0; wi < warps; ++wi) {
+          const unsigned w = rev ? warps - 1 - wi : wi;
+          const unsigned lanes = std::min(warp_size, threads - w * warp_size);
+          for (int r = p; r <= q; ++r)
+            for (unsigned li = 0; li < lanes; ++li) {
+              c.thread_idx = split(w * warp_size + (rev ? lanes - 1 - li : li), cfg.block);
+              k.phase(r, c, *sh, loc[c.thread_rank()]);
+            }
+        }
       }
+      p = q + 1;
+    }
   }
 }
 

@@ -29,7 +29,10 @@ __global__ void __launch_bounds__(max_threads_v<K>) run_phases(K k) {
 #pragma unroll 1
   for (int p = 0; p < K::phases; ++p) {
     k.phase(p, c, sh, loc);
-    if (p + 1 < K::phases) __syncthreads();
+    if (p + 1 < K::phases) {
+      if (warp_barrier_after<K>(p)) __syncwarp();
+      else __syncthreads();
+    }
   }
 }
 
