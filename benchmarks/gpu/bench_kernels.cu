@@ -260,26 +260,42 @@ void kernels(cublasLtHandle_t h, void* ws, std::size_t ws_bytes) {
                 return k::launch_flash_attention_backward<B, S, H, H, D>(stream, dqkv, g, qkv, out, lse);
               }, 5),
               2.5 * fwd_flops);
-    // The op a training step runs: cuBLASLt products on tensor cores around the row kernels,
-    // probabilities kept (B, H, S, S). Its FLOPs are counted as the causal ones above, although
-    // it computes the whole square.
+    // The op a training step runs (ops.cuh): for bf16/f16 the tensor-core flash kernels
+    // (kernels/flash_attention.hpp, the causal half, a deterministic backward of 7 products per
+    // tile pair, counted as FlashAttention's 5); then the cuBLASLt bodies (attention.cuh:
+    // probabilities kept (B, H, S, S), the whole square computed but counted as the causal half).
     T* att = buffer<T>(B * H * S * S);
     T* dscores = buffer<T>(B * H * S * S);
     void* scratch = nullptr;
     const std::size_t scratch_bytes = std::size_t{32} << 20;
     ok(cudaMalloc(&scratch, scratch_bytes), "cudaMalloc(scratch)");
     wc::cuda_context ctx{stream, h, scratch, scratch_bytes, ws, ws_bytes, nullptr};
-    row_flops("attention forward, tensor cores (op)", dt, median_ms([&] {
+    const bool flash = wc::detail::use_mma_attention<B, S, H, D>(static_cast<const T*>(att), static_cast<const T*>(qkv));
+    const std::string op_name = flash ? "flash, tensor cores (op)" : "cuBLASLt (op)";
+    row_flops("attention forward, " + op_name, dt, median_ms([&] {
                 weft::ops::attention_forward<B, S, H, H, D>(ctx, out, att, static_cast<const T*>(qkv));
                 return cudaGetLastError();
               }, 10),
               fwd_flops);
-    row_flops("attention backward, tensor cores (op)", dt, median_ms([&] {
+    row_flops("attention backward, " + op_name, dt, median_ms([&] {
                 weft::ops::attention_backward<B, S, H, H, D>(ctx, dqkv, dscores, static_cast<const T*>(g),
                                                              static_cast<const T*>(qkv), static_cast<const T*>(att));
                 return cudaGetLastError();
               }, 10),
               2.5 * fwd_flops);
+    if (flash) {
+      row_flops("attention forward, cuBLASLt, S x S kept", dt, median_ms([&] {
+                  wc::attention_forward_tc<B, S, H, H, D>(ctx, out, att, static_cast<const T*>(qkv));
+                  return cudaGetLastError();
+                }, 10),
+                fwd_flops);
+      row_flops("attention backward, cuBLASLt, S x S kept", dt, median_ms([&] {
+                  wc::attention_backward_tc<B, S, H, H, D>(ctx, dqkv, dscores, static_cast<const T*>(g),
+                                                           static_cast<const T*>(qkv), static_cast<const T*>(att));
+                  return cudaGetLastError();
+                }, 10),
+                2.5 * fwd_flops);
+    }
     cudaFree(att), cudaFree(dscores), cudaFree(scratch);
     cudaFree(qkv), cudaFree(out), cudaFree(lse), cudaFree(g), cudaFree(dqkv);
   }

@@ -371,31 +371,85 @@ void attention_case(std::mt19937& rng) {
   check("flash_attention_backward D=" + std::to_string(D), ddq.get(), rdq, 16);
 }
 
-// The attention op through cuda_context (cuBLASLt products on tensor cores around the row
-// kernels) against the host op: output, kept probabilities, d(scores) and the accumulated
-// dqkv. `scratch_bytes` small enough to split the heads into chunks exercises the chunking.
+// The tensor-core flash attention kernels (kernels/flash_attention.hpp) against the host op:
+// output, row log-sum-exp through the backward, and the accumulated dqkv.
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+void mma_attention_case(std::mt19937& rng) {
+  constexpr std::size_t W = (H + 2 * KVH) * D;
+  const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + "/" +
+                          std::to_string(KVH) + " D=" + std::to_string(D);
+  auto qkv = random<T>(B * S * W, rng, -2, 2);
+  dbuf<T> dqkv(qkv), dout(B * S * H * D);
+  dbuf<float> dlse(B * H * S), ddelta(B * H * S);
+  launched(k::launch_mma_attention_forward<B, S, H, KVH, D>(nullptr, dout.p, dlse.p, dqkv.p), "mma_attention_forward");
+  std::vector<double> rout(B * S * H * D), att(B * H * S * S);
+  ref_attention_forward<B, S, H, KVH, D>(rout.data(), att.data(), widen(qkv).data());
+  check("mma_attention_forward" + tag, dout.get(), rout, 2);
+  auto g = random<T>(B * S * H * D, rng), dq = random<T>(B * S * W, rng);
+  auto rdq = widen(dq);
+  dbuf<T> dg(g), ddq(dq);
+  launched(k::launch_mma_attention_backward<B, S, H, KVH, D>(nullptr, ddq.p, ddelta.p, dg.p, dqkv.p, dout.p, dlse.p),
+           "mma_attention_backward");
+  std::vector<double> scratch(B * H * S * S);
+  ref_attention_backward<B, S, H, KVH, D>(rdq.data(), scratch.data(), widen(g).data(), widen(qkv).data(), att.data());
+  check("mma_attention_backward" + tag, ddq.get(), rdq, 4);
+}
+
+// The attention op through cuda_context against the host op. Where the op takes the tensor-core
+// flash bodies (bf16/f16, head dims 16..128; ops.cuh), `att` holds (lse, out) rather than the
+// probabilities, so the output and dqkv are compared, and the cuBLASLt bodies (attention.cuh) are
+// run directly as well. Otherwise (f32): output, kept probabilities, d(scores) and dqkv.
+// `scratch_bytes` small enough to split the heads into chunks exercises the cuBLASLt chunking.
 template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 void attention_op_case(std::mt19937& rng, std::size_t scratch_bytes) {
   constexpr std::size_t W = (H + 2 * KVH) * D, HD = H * D, P = B * H * S * S;
-  const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + "/" + std::to_string(KVH) +
-                          " D=" + std::to_string(D) + " scratch " + std::to_string(scratch_bytes >> 10) + "K";
+  const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + "/" +
+                          std::to_string(KVH) + " D=" + std::to_string(D) + " scratch " +
+                          std::to_string(scratch_bytes >> 10) + "K";
   weft::cuda::cuda_resources res(scratch_bytes);
   const weft::cuda::cuda_context& c = res.context();
   auto qkv = random<T>(B * S * W, rng, -2, 2), g = random<T>(B * S * HD, rng), dq = random<T>(B * S * W, rng);
-  dbuf<T> dqkv_in(qkv), dout(B * S * HD), datt(P), dg(g), ddq(dq), dscr(P);
-  weft::ops::attention_forward<B, S, H, KVH, D>(c, dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
   std::vector<double> rout(B * S * HD), ratt(P);
   ref_attention_forward<B, S, H, KVH, D>(rout.data(), ratt.data(), widen(qkv).data());
-  check("attention op (tensor cores) out" + tag, dout.get(), rout, 8);
-  const auto att = datt.get();
-  check("attention op (tensor cores) probs" + tag, att, ratt, 4);
-  weft::ops::attention_backward<B, S, H, KVH, D>(c, ddq.p, dscr.p, static_cast<const T*>(dg.p),
-                                                 static_cast<const T*>(dqkv_in.p), static_cast<const T*>(datt.p));
-  auto rdq = widen(dq);
-  std::vector<double> rscr(P);
-  ref_attention_backward<B, S, H, KVH, D>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(), widen(att).data());
-  check("attention op (tensor cores) dscores" + tag, dscr.get(), rscr, 16);
-  check("attention op (tensor cores) dqkv" + tag, ddq.get(), rdq, 16);
+  auto tc_run = [&](const char* how, auto&& forward, auto&& backward) {
+    dbuf<T> dqkv_in(qkv), dout(B * S * HD), datt(P), dg(g), ddq(dq), dscr(P);
+    forward(dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
+    check(std::string("attention op (") + how + ") out" + tag, dout.get(), rout, 8);
+    const auto att = datt.get();
+    check(std::string("attention op (") + how + ") probs" + tag, att, ratt, 4);
+    backward(ddq.p, dscr.p, static_cast<const T*>(dg.p), static_cast<const T*>(dqkv_in.p),
+             static_cast<const T*>(datt.p));
+    auto rdq = widen(dq);
+    std::vector<double> rscr(P);
+    ref_attention_backward<B, S, H, KVH, D>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(),
+                                            widen(att).data());
+    check(std::string("attention op (") + how + ") dscores" + tag, dscr.get(), rscr, 16);
+    check(std::string("attention op (") + how + ") dqkv" + tag, ddq.get(), rdq, 16);
+  };
+  dbuf<T> probe(P), probe_qkv(qkv);
+  if (weft::cuda::detail::use_mma_attention<B, S, H, D>(static_cast<const T*>(probe.p),
+                                                        static_cast<const T*>(probe_qkv.p))) {
+    dbuf<T> dqkv_in(qkv), dout(B * S * HD), datt(P), dg(g), ddq(dq), dscr(P);
+    weft::ops::attention_forward<B, S, H, KVH, D>(c, dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
+    check("attention op (flash, tensor cores) out" + tag, dout.get(), rout, 2);
+    weft::ops::attention_backward<B, S, H, KVH, D>(c, ddq.p, dscr.p, static_cast<const T*>(dg.p),
+                                                   static_cast<const T*>(dqkv_in.p), static_cast<const T*>(datt.p));
+    auto rdq = widen(dq);
+    std::vector<double> rscr(P);
+    ref_attention_backward<B, S, H, KVH, D>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(), ratt.data());
+    check("attention op (flash, tensor cores) dqkv" + tag, ddq.get(), rdq, 4);
+    tc_run(
+        "cuBLASLt", [&](T* o, T* a, const T* q) { weft::cuda::attention_forward_tc<B, S, H, KVH, D>(c, o, a, q); },
+        [&](T* d, T* s, const T* gg, const T* q, const T* a) {
+          weft::cuda::attention_backward_tc<B, S, H, KVH, D>(c, d, s, gg, q, a);
+        });
+  } else {
+    tc_run(
+        "cuBLASLt", [&](T* o, T* a, const T* q) { weft::ops::attention_forward<B, S, H, KVH, D>(c, o, a, q); },
+        [&](T* d, T* s, const T* gg, const T* q, const T* a) {
+          weft::ops::attention_backward<B, S, H, KVH, D>(c, d, s, gg, q, a);
+        });
+  }
 }
 
 template <class T>
@@ -411,6 +465,12 @@ void all_cases() {
   attention_op_case<T, 2, 256, 8, 8, 64>(rng, 3 * 256 * 256 * 4);  // chunks of 3, 3 and 2 heads
   attention_op_case<T, 1, 200, 4, 1, 128>(rng, std::size_t{32} << 20);
   attention_op_case<T, 2, 128, 6, 2, 64>(rng, 4 * 128 * 128 * 4);
+  if constexpr (k::mma_element<T>) {
+    mma_attention_case<T, 2, 256, 8, 2, 64>(rng);
+    mma_attention_case<T, 1, 200, 4, 1, 128>(rng);
+    mma_attention_case<T, 2, 130, 4, 4, 32>(rng);  // ragged tiles, head dim 32
+    mma_attention_case<T, 1, 1024, 12, 12, 64>(rng);  // GPT-2 small's heads at a long sequence
+  }
 }
 
 }  // namespace

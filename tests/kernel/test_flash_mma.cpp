@@ -14,6 +14,7 @@
 
 #include "kernel_check.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -236,4 +237,41 @@ TEMPLATE_TEST_CASE("flash attention on tensor cores: forward and backward agains
   mma_attention_case<TestType, 1, 100, 2, 1, 128>(); // multi-query, head dim 128
   mma_attention_case<TestType, 1, 128, 2, 2, 64>();  // multi-head, whole tiles, 2 query tiles
   mma_attention_case<TestType, 1, 40, 2, 2, 32>();   // head dim 32
+}
+
+// The kernels read rows 16 bytes at a time where a row is 16-byte aligned and element by element
+// where it is not (a caller's buffer at an odd offset): the results are the same bit for bit.
+TEMPLATE_TEST_CASE("flash attention on tensor cores: unaligned buffers give the aligned results", "[kernel][attention]",
+                   bf16) {
+  using T = TestType;
+  constexpr std::size_t B = 1, S = 40, H = 2, KVH = 1, D = 32, W = (H + 2 * KVH) * D;
+  std::mt19937 rng(77);
+  const auto qkv = kcheck::random<T>(B * S * W, rng, -2, 2);
+  const auto dout = kcheck::random<T>(B * S * H * D, rng);
+  const auto dqkv0 = kcheck::random<T>(B * S * W, rng);
+  struct result {
+    std::vector<T> out, dqkv;
+  };
+  auto run = [&](std::size_t shift) {
+    // copies at `shift` elements past a 16-byte boundary
+    std::vector<T> q(B * S * W + 8), g(B * S * H * D + 8), d(B * S * W + 8), o(B * S * H * D + 8);
+    std::copy(qkv.begin(), qkv.end(), q.begin() + shift);
+    std::copy(dout.begin(), dout.end(), g.begin() + shift);
+    std::copy(dqkv0.begin(), dqkv0.end(), d.begin() + shift);
+    std::vector<float> lse(B * H * S), delta(B * H * S);
+    k::emulate_launch(k::make_mma_attention_forward<B, S, H, KVH, D>(o.data() + shift, lse.data(), q.data() + shift));
+    const auto ks = k::make_mma_attention_backward<B, S, H, KVH, D>(d.data() + shift, delta.data(), g.data() + shift,
+                                                                     q.data() + shift, o.data() + shift, lse.data());
+    k::emulate_launch(ks.delta);
+    k::emulate_launch(ks.dq);
+    k::emulate_launch(ks.dkv);
+    return result{{o.begin() + shift, o.begin() + shift + B * S * H * D}, {d.begin() + shift, d.begin() + shift + B * S * W}};
+  };
+  const auto aligned = run(0);
+  for (std::size_t shift : {1, 3}) {
+    INFO("shift " << shift);
+    const auto moved = run(shift);
+    CHECK(std::memcmp(aligned.out.data(), moved.out.data(), aligned.out.size() * sizeof(T)) == 0);
+    CHECK(std::memcmp(aligned.dqkv.data(), moved.dqkv.data(), aligned.dqkv.size() * sizeof(T)) == 0);
+  }
 }

@@ -9,10 +9,11 @@
 //
 // Element types: float and bf16 (the kernels' types; losses and optimizer state are f32; norm
 // statistics are f32, or bf16 where a bf16 plan's layers keep them in bf16, rounded once). Differences from the host that a caller can see, all inside buffers the layer owns:
-//   attention_forward/backward  the host's contract (probabilities kept in `att`, d(scores)
-//                       in `scratch`), computed on tensor cores through cuBLASLt (attention.cuh)
-//                       with an f32 score chunk borrowed from the context's scratch; under
-//                       WEFT_CUDA_SIMT_ATTENTION the scalar flash kernels keep (lse, out) instead.
+//   attention_forward/backward  bf16/f16 with head dims 16..128 (multiples of 16): tensor-core
+//                       flash attention; `att` keeps (lse, a copy of out), `scratch` unused.
+//                       Otherwise (or WEFT_CUDA_ATTENTION=cublas) the host's contract
+//                       (probabilities in `att`, d(scores) in `scratch`) through cuBLASLt
+//                       (attention.cuh). WEFT_CUDA_SIMT_ATTENTION: the scalar flash kernels.
 //   sum_squares, mean_loss  return a double to the host: one copy back and a stream sync.
 #include "weft/backend/cuda/attention.cuh"  // attention_forward_tc, attention_backward_tc
 #include "weft/backend/cuda/context.cuh"  // cuda_context, check
@@ -42,8 +43,10 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -322,12 +325,19 @@ void op_impl(ops::rope_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* d
   check(k::launch_rope_backward<B, S, H, KVH, D>(c.stream, dqkv_in, dqkv_out), "rope_backward");
 }
 
-// ---- attention: on tensor cores (attention.cuh), the host op's contract ----
-// `att` keeps the probabilities and `scratch` receives d(scores), as on the host. Defining
-// WEFT_CUDA_SIMT_ATTENTION selects the scalar flash kernels instead (kernels/attention.hpp:
-// one thread per query row on CUDA cores, no S×S buffers): `att` then carries the row
-// log-sum-exp and a copy of the output, and `scratch` is not written.
-#if defined(WEFT_CUDA_SIMT_ATTENTION)
+// ---- attention ----
+// Three bodies, one chosen per shape at compile time (and the same for forward and backward):
+//   * tensor-core flash attention (kernels/flash_attention.hpp), the default for bf16/f16 with a
+//     head dim that is a multiple of 16 up to 128: no (S, S) matrix is formed; `att` carries the
+//     row log-sum-exp (f32) and a copy of the output, and the backward recomputes the
+//     probabilities tile by tile (its Δ = Σ dout·out, f32, is borrowed from the context's scratch);
+//   * the cuBLASLt path (attention.cuh), the host op's contract: `att` keeps the probabilities,
+//     `scratch` receives d(scores). It takes every other shape (f32, other head dims), and every
+//     shape when the environment sets WEFT_CUDA_ATTENTION=cublas (read once, for comparisons);
+//   * WEFT_CUDA_SIMT_ATTENTION (a compile definition) selects the scalar flash kernels
+//     (kernels/attention.hpp, one thread per query row) for every shape instead.
+// The flash bodies need `att` to hold the row statistics and the output copy (a sequence of at
+// least the head size and a few: flash_kept::fits); see use_mma_attention for the rest.
 namespace detail {
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t D, class T>
 struct flash_kept {
@@ -339,8 +349,35 @@ struct flash_kept {
   static T* out(T* att) { return reinterpret_cast<T*>(reinterpret_cast<char*>(att) + lse_bytes); }
   static const T* out(const T* att) { return reinterpret_cast<const T*>(reinterpret_cast<const char*>(att) + lse_bytes); }
 };
+
+// WEFT_CUDA_ATTENTION=cublas: the cuBLASLt attention for every shape (read once per process).
+inline bool attention_forced_cublas() {
+  static const bool forced = [] {
+    const char* e = std::getenv("WEFT_CUDA_ATTENTION");
+    return e != nullptr && std::string_view(e) == "cublas";
+  }();
+  return forced;
+}
+
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t D, class T>
+inline constexpr bool mma_attention_eligible =
+    k::mma_attention_shape<T, D> && flash_kept<B, S, H, D, T>::fits;
+
+// Whether this call takes the tensor-core flash bodies: an eligible shape, not overridden, and
+// `att` (row statistics, output copy) and `qkv` 16-byte aligned. Forward and backward see the same
+// two buffers, so they always agree on what `att` holds. (Other buffers may sit anywhere.)
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t D, class T>
+bool use_mma_attention(const T* att, const T* qkv) {
+  if constexpr (!mma_attention_eligible<B, S, H, D, T>) {
+    return false;
+  } else {
+    return !attention_forced_cublas() && reinterpret_cast<std::uintptr_t>(att) % 16 == 0 &&
+           reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0;
+  }
+}
 }  // namespace detail
 
+#if defined(WEFT_CUDA_SIMT_ATTENTION)
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
 void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
   using kept = detail::flash_kept<B, S, H, D, T>;
@@ -360,11 +397,29 @@ void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c,
 #else
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
 void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
+  if constexpr (detail::mma_attention_eligible<B, S, H, D, T>) {
+    if (detail::use_mma_attention<B, S, H, D>(att, qkv)) {
+      using kept = detail::flash_kept<B, S, H, D, T>;
+      check(k::launch_mma_attention_forward<B, S, H, KVH, D>(c.stream, out, kept::lse(att), qkv), "attention_forward");
+      check(k::launch_copy(c.stream, kept::out(att), out, kept::out_elements), "attention_forward(keep output)");
+      return;
+    }
+  }
   attention_forward_tc<B, S, H, KVH, D>(c, out, att, qkv);
 }
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
 void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, T* scratch, const T* dout,
              const T* qkv, const T* att) {
+  if constexpr (detail::mma_attention_eligible<B, S, H, D, T>) {
+    if (detail::use_mma_attention<B, S, H, D>(att, qkv)) {
+      using kept = detail::flash_kept<B, S, H, D, T>;
+      float* delta = c.borrow<float>(B * H * S, 0, "attention_backward");  // Δ (B, H, S)
+      check(k::launch_mma_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, delta, dout, qkv, kept::out(att),
+                                                              kept::lse(att)),
+            "attention_backward");
+      return;
+    }
+  }
   attention_backward_tc<B, S, H, KVH, D>(c, dqkv, scratch, dout, qkv, att);
 }
 #endif

@@ -39,6 +39,7 @@
 #include "weft/backend/cuda/kernels/mma.hpp"   // warp_mma, mma_c_coord, mma_element
 
 #include <cstddef>
+#include <cstdint>
 
 namespace weft::cuda::kernels {
 
@@ -49,6 +50,16 @@ inline constexpr bool mma_attention_shape = mma_element<T> && D % 16 == 0 && D >
 
 namespace detail {
 inline constexpr float neg_huge = -3.402823466e38f;  // the running maximum before any key
+
+// 8 elements at p: one 16-byte access where p is 16-byte aligned (rows of D % 16 == 0 elements
+// from an aligned base always are), else element by element (a caller's buffer at an odd offset).
+template <class T>
+WEFT_HOST_DEVICE vec<T, 8> load8(const T* p) {
+  if (reinterpret_cast<std::uintptr_t>(p) % 16 == 0) return load_vec<8>(p);
+  vec<T, 8> x;
+  for (std::size_t j = 0; j < 8; ++j) x.v[j] = p[j];
+  return x;
+}
 
 // Loads rows [r0, r0 + R) of one head (D columns at `col` of rows `width` apart) into a padded
 // shared tile, 16 bytes at a time, zeros past row S. Every thread of the block takes part.
@@ -61,7 +72,7 @@ WEFT_HOST_DEVICE void load_rows(const block_context& c, T (&dst)[R][LD], const T
     const std::size_t r = e / per_row, i = (e % per_row) * V, row = r0 + r;
     vec<T, V> x;
     if (row < S) {
-      x = load_vec<V>(base + row * width + col + i);
+      x = load8(base + row * width + col + i);
     } else {
       for (std::size_t j = 0; j < V; ++j) x.v[j] = from_f32<T>(0.0f);
     }
@@ -227,7 +238,7 @@ struct attention_delta_kernel {
     const T* o = out + r * D;
     float sum = 0;
     for (std::size_t i = 0; i < D; i += 8) {
-      const auto gv = load_vec<8>(g + i), ov = load_vec<8>(o + i);
+      const auto gv = detail::load8(g + i), ov = detail::load8(o + i);
       for (std::size_t j = 0; j < 8; ++j) sum += to_f32(gv.v[j]) * to_f32(ov.v[j]);
     }
     delta[(b * H + h) * S + t] = sum;
