@@ -41,15 +41,17 @@ using llama_small_plan = plan<llama_small_model, batch<micro<8>, seq<128>>>;
 // A GPT-3 XL-shaped model of 1.3B parameters (24 layers of width 2048, 16 heads of 128) at
 // sequence 1024, for benchmarks/gpu/run.sh (which defines WEFT_LARGE_PRESETS); bf16 only.
 using gpt_1_3b = gpt<gpt_config<vocab<50257>, context<1024>, width<2048>, heads<16>, depth<24>>>;
-using gpt_1_3b_plan = plan<gpt_1_3b, batch<micro<8>, seq<1024>>, precision<bf16, f32>>;
+using gpt_1_3b_plan = plan<gpt_1_3b, batch<micro<8>, seq<1024>>, precision<bf16, f32>, flash_attention>;
 #endif
-// --precision bf16: bf16 parameters, activations and gradients; f32 master weights and moments.
+// --precision bf16: bf16 parameters, activations and gradients; f32 master weights and moments;
+// attention keeps row statistics, not (B, H, S, S) probabilities, and runs the tensor-core flash
+// kernels (flash_attention). f32 keeps the probabilities (cuBLASLt attention).
 template <class Plan>
-using bf16_of = plan<typename Plan::model, batch<micro<Plan::B>, seq<Plan::S>>, precision<bf16, f32>>;
+using bf16_of = plan<typename Plan::model_type, batch<micro<Plan::B>, seq<Plan::S>>, precision<bf16, f32>, flash_attention>;
 // --precision f16: f16 storage, f32 master weights and moments, dynamic loss scaling (an
-// overflow skips the step and halves the scale; train/loss_scaler.hpp).
+// overflow skips the step and halves the scale; train/loss_scaler.hpp); flash attention as bf16.
 template <class Plan>
-using f16_of = plan<typename Plan::model, batch<micro<Plan::B>, seq<Plan::S>>, precision<f16, f32>>;
+using f16_of = plan<typename Plan::model_type, batch<micro<Plan::B>, seq<Plan::S>>, precision<f16, f32>, flash_attention>;
 // example-end cuda-presets
 
 struct options {

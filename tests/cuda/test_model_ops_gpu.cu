@@ -198,6 +198,15 @@ int main() {
     failures += check_steps<plan<gpt_t, batch<micro<2>, seq<64>>, precision<f16, f32>>>("gpt f16 steps");
     failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<f16, f32>>>("llama f16 steps");
     failures += check_overflow<plan<gpt_t, batch<micro<2>, seq<64>>, precision<f16, f32>>>("gpt f16");
+    // flash_attention: row statistics kept; the scalar flash kernels in f32, tensor cores in bf16/f16
+    failures += check_model<plan<gpt_t, batch<micro<2>, seq<64>>, precision<float>, flash_attention>>("gpt f32 flash");
+    failures += check_model<plan<llama_t, batch<micro<2>, seq<64>>, precision<float>, flash_attention>>("llama f32 flash");
+    failures += check_steps<plan<gpt_t, batch<micro<2>, seq<64>>, precision<bf16, f32>, flash_attention>>(
+        "gpt bf16 flash steps");
+    failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<bf16, f32>, flash_attention>>(
+        "llama bf16 flash steps");
+    failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<f16, f32>, flash_attention>>(
+        "llama f16 flash steps");
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;

@@ -137,6 +137,8 @@ bool dispatch_core(mpi_communicator& world, std::string_view p, std::size_t step
   else if (p == "pp2-interleaved") run<Model<4>, T, pp_s<2, interleaved<2>, 4>>(world, n, steps, tol);
   else if (p == "tp2-pp2") run<Model<4>, T, tp_pp_s<one_f_one_b, 1>>(world, n, steps, tol);
   else if (p == "tp2-sp-pp2") run<Model<4>, T, tp_sp_pp_s<one_f_one_b>>(world, n, steps, tol);
+  // attention keeping row statistics (flash_attention) against the reference's probabilities
+  else if (p == "tp2-sp-pp2-flash") run<Model<4>, T, tp_sp_pp_s<one_f_one_b, flash_attention>>(world, n, steps, tol);
   else return false;
   return true;
 }
@@ -163,6 +165,8 @@ bool dispatch_all(mpi_communicator& world, std::string_view p, std::size_t steps
   else if (p == "tp2-pp2-recompute-full") run<Model<4>, T, tp_pp_rc_s<full>>(world, n, steps, tol);
   else if (p == "tp2-sp-pp2-interleaved-selective")
     run<Model<4>, T, tp_sp_pp_s<interleaved<2>, recompute<selective>>>(world, n, steps, tol);
+  else if (p == "zero3-flash")
+    run<Model<4>, T, strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<3>>, flash_attention>>(world, n, steps, tol);
   else return false;
   return true;
 }
@@ -170,8 +174,9 @@ bool dispatch_all(mpi_communicator& world, std::string_view p, std::size_t steps
 constexpr const char* presets =
     "dp zero1 zero2 zero3 tp2 tp2-sp tp4 tp4-sp-zero2 pp2-gpipe pp2-1f1b pp2-interleaved pp2-1f1b-zero2 pp4-1f1b "
     "pp4-interleaved3 tp2-pp2 tp2-pp2-gpipe-zero2 tp2-recompute-full tp2-sp-recompute-selective pp2-recompute-full "
-    "pp2-interleaved-recompute-selective tp2-pp2-recompute-full tp2-sp-pp2 tp2-sp-pp2-interleaved-selective";
-constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2 tp2-sp-pp2";
+    "pp2-interleaved-recompute-selective tp2-pp2-recompute-full tp2-sp-pp2 tp2-sp-pp2-interleaved-selective "
+    "tp2-sp-pp2-flash zero3-flash";
+constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2 tp2-sp-pp2 tp2-sp-pp2-flash";
 
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);

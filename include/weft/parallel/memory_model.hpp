@@ -223,9 +223,11 @@ constexpr std::size_t moe_kept_bytes(const layer_activation_dims& d, std::size_t
 }
 
 /// Bytes one layer keeps for backward, on one of `tp` tensor-parallel ranks (Korthikanti et al.
-/// 2022, Table 2, term by term; see the top of this file).
+/// 2022, Table 2, term by term; see the top of this file). `flash`: the attention keeps each row's
+/// log-sum-exp (32 bits at least) and a copy of its output instead of the probabilities
+/// (the flash_attention option; model/flash_attention.hpp).
 constexpr std::size_t layer_activation_bytes(const layer_activation_dims& d, std::size_t tp, bool sequence_parallel,
-                                             recompute_kind rc) noexcept {
+                                             recompute_kind rc, bool flash = false) noexcept {
   const std::size_t s = d.seq, b = d.micro, h = d.width, e = d.element_bytes;
   const std::size_t s_rank = sequence_parallel ? detail::ceil_div(s, tp) : s;  // tokens of a rank's sequence shard
   if (rc == recompute_kind::full) return s_rank * b * h * e;                   // the layer's input
@@ -242,7 +244,10 @@ constexpr std::size_t layer_activation_bytes(const layer_activation_dims& d, std
                             e;
   // Per (sequence, head, query, key): the softmax output, with dropout also its dropped copy and mask.
   const std::size_t score = e + (d.mask_bytes > 0 ? e + d.mask_bytes : 0);
-  const std::size_t scores = rc == recompute_kind::selective ? 0 : detail::ceil_div(d.heads, tp) * s * s * b * score;
+  const std::size_t heads_rank = detail::ceil_div(d.heads, tp);
+  const std::size_t scores = flash ? heads_rank * s * b * (std::max<std::size_t>(e, 4) + head_dim * e)
+                             : rc == recompute_kind::selective ? 0
+                                                                : heads_rank * s * s * b * score;
   // The experts are held whole by every tensor-parallel rank (tp_shard replicates a mixture of
   // experts; it has no sequence-parallel form), which routes all the micro-batch's tokens.
   // Selective recomputation keeps them (it drops the attention scores only).
@@ -382,8 +387,9 @@ struct with_dropout_masks : Model {
 };
 
 /// The per-rank memory of `Model` on micro-batches `Batch` under `Strategy`, with element
-/// type `T` (parameters, gradients, activations) and optimizer type `Master`.
-template <class Model, class Batch, parallel_strategy Strategy, class T, class Master = T>
+/// type `T` (parameters, gradients, activations) and optimizer type `Master`; `Flash`: attention
+/// keeps row statistics (the flash_attention option, in the strategy or on the plan).
+template <class Model, class Batch, parallel_strategy Strategy, class T, class Master = T, bool Flash = Strategy::flash>
 struct memory_model {
   using partition = model_partition<Model, Strategy::tp>;
   static constexpr std::size_t tp = Strategy::tp, pp = Strategy::pp, chunks = Strategy::chunks;
@@ -412,7 +418,8 @@ struct memory_model {
                                               moe.ep,
                                               moe.shared_kept};
   /// Bytes one layer keeps per micro-batch on one rank.
-  static constexpr std::size_t layer_bytes = layer_activation_bytes(dims, tp, sp, Strategy::recompute_policy);
+  static constexpr bool flash = Flash;
+  static constexpr std::size_t layer_bytes = layer_activation_bytes(dims, tp, sp, Strategy::recompute_policy, flash);
   /// Transformer layers per model chunk (a stage holds `chunks` of them).
   static constexpr std::size_t layers_per_chunk = Model::depth / (pp * chunks);
 

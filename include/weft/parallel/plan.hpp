@@ -148,7 +148,12 @@ struct plan {
   /// The recomputation the executors run: the strategy's policy, on every kind of rank (the
   /// tensor-parallel shard maps recomputed<> and selective_attention<>; a pipeline stage is cut
   /// from model_type first and then mapped, see pipeline_step).
-  using executed_recompute = typename strategy_type::recompute_type;
+  /// Whether attention keeps row statistics instead of probabilities (flash_attention, written in
+  /// the strategy or as a plan option): every causal_attention of `model` is flash_attention_core.
+  static constexpr bool flash = strategy_type::flash || detail::count_of<detail::is_flash_attention, Options...> >= 1;
+  /// With flash_attention it carries that too (executed_policy<policy, true>).
+  using executed_recompute = std::conditional_t<flash, executed_policy<typename strategy_type::recompute_type, true>,
+                                                typename strategy_type::recompute_type>;
   /// The model the steps execute: `rank_model` under the strategy's recompute<> policy
   /// (parallel/recompute.hpp); the same parameters, fewer kept activations.
   using model = with_recompute_t<rank_model, executed_recompute>;
@@ -329,7 +334,7 @@ struct plan {
 
   // ---- one rank of the strategy: memory, communication, FLOPs ----
   /// The per-rank memory plan (memory_model.hpp); meaningful when strategy_fits.
-  using memory = memory_model<rank_model, Batch, strategy_type, T, master_type>;
+  using memory = memory_model<rank_model, Batch, strategy_type, T, master_type, flash>;
   /// Bytes communicated and FLOPs per step, per rank (comm_volume.hpp).
   using volume = comm_volume<Model, Batch, strategy_type, T, master_type>;
   /// The largest stage's bytes per rank: model states after ZeRO (at the mesh's data-parallel

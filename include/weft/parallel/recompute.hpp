@@ -6,9 +6,12 @@
 //   none       the model itself
 //   full       every repeat<N, Block, First> -> recomputed<repeat<N, Block, First>>
 //   selective  every causal_attention<H, KVH, D, P> (inside repeats too) -> selective_attention<...>
+// and, with the strategy option flash_attention (any policy), every causal_attention ->
+// flash_attention_core<H, KVH, D, P> (row statistics kept, no probabilities; model/flash_attention.hpp).
 // Parameter names, counts and offsets are unchanged; kept activations shrink. plan<> executes
 // the mapped model (plan::model) when its strategy says recompute<full> or recompute<selective>.
 #include "weft/model/causal_attention.hpp"  // causal_attention
+#include "weft/model/flash_attention.hpp"   // flash_attention_core
 #include "weft/model/named.hpp"             // named
 #include "weft/model/parallel_branches.hpp" // branch_sum
 #include "weft/model/recompute.hpp"         // recomputed, selective_attention, recompute_model
@@ -52,7 +55,7 @@ inline constexpr bool selective_sees_inside = Transparent;
 template <class L>
 inline constexpr bool is_leaf_layer = requires { typename L::params; };  // leaf_layer<...>, stateless_layer
 
-template <class L, recompute_kind K>
+template <class L, recompute_kind K, bool Fl>
 struct recompute_map {
   // recompute<selective> drops the attention probabilities of every causal_attention it finds;
   // one hidden in a layer of unknown structure would be kept while the memory model counts it
@@ -64,55 +67,79 @@ struct recompute_map {
                 "recompute<full> or recompute<none>.");
   using type = L;  // leaves, and what the policy leaves alone
 };
-template <class L, recompute_kind K>
-using recompute_map_t = typename recompute_map<L, K>::type;
+template <class L, recompute_kind K, bool Fl = false>
+using recompute_map_t = typename recompute_map<L, K, Fl>::type;
 
-template <class... Ls, recompute_kind K>
-struct recompute_map<sequential<Ls...>, K> {
-  using type = sequential<recompute_map_t<Ls, K>...>;
+template <class... Ls, recompute_kind K, bool Fl>
+struct recompute_map<sequential<Ls...>, K, Fl> {
+  using type = sequential<recompute_map_t<Ls, K, Fl>...>;
 };
-template <class L, recompute_kind K>
+template <class L, recompute_kind K, bool Fl>
   requires recompute_named<L>
-struct recompute_map<L, K> {
-  using type = named<L::name, recompute_map_t<typename L::inner, K>>;
+struct recompute_map<L, K, Fl> {
+  using type = named<L::name, recompute_map_t<typename L::inner, K, Fl>>;
 };
-template <class Inner, recompute_kind K>
-struct recompute_map<residual<Inner>, K> {
-  using type = residual<recompute_map_t<Inner, K>>;
+template <class Inner, recompute_kind K, bool Fl>
+struct recompute_map<residual<Inner>, K, Fl> {
+  using type = residual<recompute_map_t<Inner, K, Fl>>;
 };
-template <class... Fs, recompute_kind K>
-struct recompute_map<branch_sum<Fs...>, K> {
-  using type = branch_sum<recompute_map_t<Fs, K>...>;
+template <class... Fs, recompute_kind K, bool Fl>
+struct recompute_map<branch_sum<Fs...>, K, Fl> {
+  using type = branch_sum<recompute_map_t<Fs, K, Fl>...>;
 };
-template <std::size_t N, class Block, std::size_t First, recompute_kind K>
-struct recompute_map<repeat<N, Block, First>, K> {
-  using type = std::conditional_t<K == recompute_kind::full, recomputed<repeat<N, Block, First>>,
-                                  repeat<N, recompute_map_t<Block, K>, First>>;
+template <std::size_t N, class Block, std::size_t First, recompute_kind K, bool Fl>
+struct recompute_map<repeat<N, Block, First>, K, Fl> {
+  // full: the copies re-run whole; under flash_attention their attention keeps row statistics
+  using type = std::conditional_t<K == recompute_kind::full,
+                                  recomputed<repeat<N, recompute_map_t<Block, recompute_kind::none, Fl>, First>>,
+                                  repeat<N, recompute_map_t<Block, K, Fl>, First>>;
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc, recompute_kind K>
-struct recompute_map<causal_attention<H, KVH, D, PosEnc>, K> {
-  using type = std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc>,
-                                  causal_attention<H, KVH, D, PosEnc>>;
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc, recompute_kind K, bool Fl>
+struct recompute_map<causal_attention<H, KVH, D, PosEnc>, K, Fl> {
+  // flash_attention keeps no probabilities at all, so selective recomputation has nothing left to drop
+  using type = std::conditional_t<
+      Fl, flash_attention_core<H, KVH, D, PosEnc>,
+      std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc>,
+                         causal_attention<H, KVH, D, PosEnc>>>;
 };
 // A pipeline stage's carried copy of a tied embedding: the stage's layers mapped, the carried
 // parameters left as they are (they are never run).
-template <class Carried, class Inner, recompute_kind K>
-struct recompute_map<carried_params<Carried, Inner>, K> {
-  using type = carried_params<Carried, recompute_map_t<Inner, K>>;
+template <class Carried, class Inner, recompute_kind K, bool Fl>
+struct recompute_map<carried_params<Carried, Inner>, K, Fl> {
+  using type = carried_params<Carried, recompute_map_t<Inner, K, Fl>>;
 };
-template <class L, recompute_kind K>
+template <class L, recompute_kind K, bool Fl>
   requires derived_from_sequential<L>
-struct recompute_map<L, K> {
+struct recompute_map<L, K, Fl> {
   using base = decltype(detail::sequential_base_of(static_cast<const L*>(nullptr)));
-  using body = recompute_map_t<base, K>;
+  using body = recompute_map_t<base, K, Fl>;
   using type = std::conditional_t<std::is_same_v<body, base>, L, recompute_model<L, body>>;
 };
 
 }  // namespace detail
 
-/// `Model` executed under the recomputation policy `Policy` (none, selective or full).
-template <class Model, class Policy>
-using with_recompute_t =
-    std::conditional_t<Policy::kind == recompute_kind::none, Model, detail::recompute_map_t<Model, Policy::kind>>;
+/// A recomputation policy with the flash_attention option: what plan<>::executed_recompute is
+/// when the plan has that option (kind as Policy's; flash: every attention keeps row statistics).
+template <class Policy, bool Flash>
+struct executed_policy {
+  using policy = Policy;
+  static constexpr recompute_kind kind = Policy::kind;
+  static constexpr bool flash = Flash;
+};
+
+namespace detail {
+template <class Policy>
+constexpr bool policy_flash() {
+  if constexpr (requires { Policy::flash; }) return Policy::flash;
+  else return false;
+}
+}  // namespace detail
+
+/// `Model` executed under the recomputation policy `Policy` (none, selective or full), with every
+/// causal_attention as flash_attention_core when `Flash` (executed_policy<P, true>: the strategy
+/// option flash_attention).
+template <class Model, class Policy, bool Flash = detail::policy_flash<Policy>()>
+using with_recompute_t = std::conditional_t<Policy::kind == recompute_kind::none && !Flash, Model,
+                                            detail::recompute_map_t<Model, Policy::kind, Flash>>;
 
 }  // namespace weft

@@ -102,6 +102,16 @@ struct recompute {
   using policy = Policy;
 };
 
+// ---- the attention core's memory ----
+
+/// Every causal attention keeps its rows' log-sum-exp and its output instead of the (batch, heads,
+/// seq, seq) probabilities, and backward recomputes them (FlashAttention; model/flash_attention.hpp).
+/// Attention's memory then grows with the sequence, not its square; on the CUDA backend it runs
+/// the tensor-core flash kernels. Written among a strategy's parts: strategy<Mesh, ..., flash_attention>.
+struct flash_attention {
+  using weft_flash_attention_tag = void;
+};
+
 // ---- option look-up ----
 
 namespace detail {
@@ -113,6 +123,7 @@ template <class T> inline constexpr bool is_sequence_parallel_v = requires { typ
 template <class T> inline constexpr bool is_schedule_v = schedule_tag<T>;
 template <class T> inline constexpr bool is_recompute_v = requires { typename T::weft_recompute_tag; };
 template <class T> inline constexpr bool is_precision_v = requires { typename T::weft_precision_tag; };
+template <class T> inline constexpr bool is_flash_attention_v = requires { typename T::weft_flash_attention_tag; };
 
 template <class T> struct is_zero : std::bool_constant<is_zero_v<T>> {};
 template <class T> struct is_bucket : std::bool_constant<is_bucket_v<T>> {};
@@ -121,6 +132,7 @@ template <class T> struct is_sequence_parallel : std::bool_constant<is_sequence_
 template <class T> struct is_schedule : std::bool_constant<is_schedule_v<T>> {};
 template <class T> struct is_recompute : std::bool_constant<is_recompute_v<T>> {};
 template <class T> struct is_precision : std::bool_constant<is_precision_v<T>> {};
+template <class T> struct is_flash_attention : std::bool_constant<is_flash_attention_v<T>> {};
 
 // How many of Ts satisfy Is.
 template <template <class> class Is, class... Ts>
@@ -578,19 +590,23 @@ struct strategy {
 
   // ---- validation of the parts themselves ----
   static constexpr bool parts_known =
-      ((detail::is_part_v<Parts> || detail::is_recompute_v<Parts> || detail::is_precision_v<Parts>) && ... && true);
+      ((detail::is_part_v<Parts> || detail::is_recompute_v<Parts> || detail::is_precision_v<Parts> ||
+        detail::is_flash_attention_v<Parts>) &&
+       ... && true);
   static_assert(parts_known,
                 "weft::strategy: an argument after the mesh is not a strategy part. Use data_parallel<>, "
                 "tensor_parallel<>, pipeline<>, expert_parallel<>, a part of your own (a type with weft_part_tag), "
-                "recompute<> or precision<>.");
+                "recompute<>, precision<> or flash_attention.");
   static constexpr bool parts_sound = ((!detail::is_part_v<Parts> || detail::part_protocol<Parts>) && ... && true);
   static_assert(parts_sound,
                 "weft::strategy: a part (a type with weft_part_tag) lacks a member of the part protocol: family, "
                 "axis_name, rank_order, splits_data. Give it those members (docs/parallelism.md, \"Writing a strategy "
                 "part\").");
   static constexpr bool options_once =
-      detail::count_of<detail::is_recompute, Parts...> <= 1 && detail::count_of<detail::is_precision, Parts...> <= 1;
-  static_assert(options_once, "weft::strategy: recompute<> or precision<> is given twice. Give each at most once.");
+      detail::count_of<detail::is_recompute, Parts...> <= 1 && detail::count_of<detail::is_precision, Parts...> <= 1 &&
+      detail::count_of<detail::is_flash_attention, Parts...> <= 1;
+  static_assert(options_once,
+                "weft::strategy: recompute<>, precision<> or flash_attention is given twice. Give each at most once.");
 
   /// The parts as written (those that follow the part protocol).
   using written_parts = typename detail::filter_list<detail::is_sound_part, Parts...>::type;
@@ -684,6 +700,8 @@ struct strategy {
   static constexpr std::size_t chunks = pipeline_part::chunks;
   using recompute_type = typename detail::first_of_t<detail::is_recompute, recompute<none>, Parts...>::policy;
   static constexpr recompute_kind recompute_policy = recompute_type::kind;
+  /// Whether attention keeps row statistics instead of probabilities (the flash_attention option).
+  static constexpr bool flash = detail::count_of<detail::is_flash_attention, Parts...> >= 1;
   /// The precision<> part, or a stand-in whose `type` is void.
   using precision_type = detail::first_of_t<detail::is_precision, detail::no_precision, Parts...>;
 

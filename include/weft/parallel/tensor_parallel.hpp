@@ -31,6 +31,7 @@
 #include "weft/model/parallel_branches.hpp"         // branch_sum
 #include "weft/model/qk_norm.hpp"                   // qk_norm
 #include "weft/model/positional_embedding.hpp"      // positional_embedding
+#include "weft/model/flash_attention.hpp"           // flash_attention_core
 #include "weft/model/recompute.hpp"                 // recomputed, selective_attention
 #include "weft/model/repeat.hpp"                    // repeat
 #include "weft/model/residual.hpp"                  // residual
@@ -189,6 +190,11 @@ template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t 
 struct tp_shard<selective_attention<H, KVH, D, Pos>, TP, SP, R> {
   using checked = tp_shard_t<causal_attention<H, KVH, D, Pos>, TP, SP, R>;  // the same checks as attention's
   using type = selective_attention<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos>;
+};
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t TP, bool SP, bool R>
+struct tp_shard<flash_attention_core<H, KVH, D, Pos>, TP, SP, R> {
+  using checked = tp_shard_t<causal_attention<H, KVH, D, Pos>, TP, SP, R>;  // the same checks as attention's
+  using type = flash_attention_core<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos>;
 };
 template <std::size_t F, std::size_t TP, bool SP, bool R>
 struct tp_shard<gelu<F>, TP, SP, R> {

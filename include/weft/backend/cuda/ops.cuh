@@ -14,6 +14,7 @@
 //                       Otherwise (or WEFT_CUDA_ATTENTION=cublas) the host's contract
 //                       (probabilities in `att`, d(scores) in `scratch`) through cuBLASLt
 //                       (attention.cuh). WEFT_CUDA_SIMT_ATTENTION: the scalar flash kernels.
+//   flash_attention_forward/backward (the flash_attention option) the host's contract exactly.
 //   sum_squares, mean_loss  return a double to the host: one copy back and a stream sync.
 #include "weft/backend/cuda/attention.cuh"  // attention_forward_tc, attention_backward_tc
 #include "weft/backend/cuda/context.cuh"  // cuda_context, check
@@ -29,6 +30,7 @@
 #include "weft/ops/cross_entropy.hpp"
 #include "weft/ops/embedding.hpp"
 #include "weft/ops/fill.hpp"
+#include "weft/ops/flash_attention.hpp"
 #include "weft/ops/gelu.hpp"
 #include "weft/ops/layernorm.hpp"
 #include "weft/ops/matmul.hpp"
@@ -423,6 +425,35 @@ void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c,
   attention_backward_tc<B, S, H, KVH, D>(c, dqkv, scratch, dout, qkv, att);
 }
 #endif
+
+// ---- attention keeping row statistics (ops/flash_attention.hpp; the flash_attention option) ----
+// bf16/f16 with head dims 16..128 (multiples of 16) and a 16-byte aligned qkv: the tensor-core
+// flash kernels (Δ borrowed from the context's scratch); otherwise the scalar flash kernels
+// (kernels/attention.hpp, one thread per query row), which take any element type.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, float* lse, const T* qkv) {
+  if constexpr (k::mma_attention_shape<T, D>) {
+    if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
+      check(k::launch_mma_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
+      return;
+    }
+  }
+  check(k::launch_flash_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, const T* dout,
+             const T* qkv, const T* out, const float* lse) {
+  if constexpr (k::mma_attention_shape<T, D>) {
+    if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
+      float* delta = c.borrow<float>(B * H * S, 0, "flash_attention_backward");  // Δ (B, H, S)
+      check(k::launch_mma_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, delta, dout, qkv, out, lse),
+            "flash_attention_backward");
+      return;
+    }
+  }
+  check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, out, lse),
+        "flash_attention_backward");
+}
 
 // ---- fused softmax + cross-entropy: f32 losses ----
 template <std::size_t N, std::size_t V, device_element T>
