@@ -33,6 +33,10 @@ void gpt2(cudaStream_t s) {
   k::launch_softmax_cross_entropy_forward<N, V, Vp>(s, f, a, idx);
   k::launch_flash_attention_forward<B, S, 12, 12, 64>(s, a, f, b);
   k::launch_flash_attention_backward<B, S, 12, 12, 64>(s, a, b, c, d, f);
+  if constexpr (k::mma_attention_shape<T, 64>) {  // tensor cores: 16-bit elements
+    k::launch_mma_attention_forward<B, S, 12, 12, 64>(s, a, f, b);
+    k::launch_mma_attention_backward<B, S, 12, 12, 64>(s, a, scratch, b, c, d, f);
+  }
 }
 
 // LLaMA-like: S=2048, C=4096, 32 heads of 128 with 8 kv heads, SwiGLU hidden 11008.
@@ -51,6 +55,10 @@ void llama(cudaStream_t s) {
   k::launch_swiglu_backward<N, F>(s, a, b, c);
   k::launch_flash_attention_forward<B, S, H, KVH, D>(s, a, f, b);
   k::launch_flash_attention_backward<B, S, H, KVH, D>(s, a, b, c, a, f);
+  if constexpr (k::mma_attention_shape<T, D>) {
+    k::launch_mma_attention_forward<B, S, H, KVH, D>(s, a, f, b);
+    k::launch_mma_attention_backward<B, S, H, KVH, D>(s, a, scratch, b, c, a, f);
+  }
 }
 
 template <class T>

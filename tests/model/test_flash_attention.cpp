@@ -137,7 +137,16 @@ TEST_CASE("flash_attention maps every causal_attention, also as a plan option an
   STATIC_REQUIRE(flash_attention_core<2, 1, 4, rope>::kept_count<2, 8> ==
                  norm_stat_slots<2 * 2 * 8> + 2 * 8 * 2 * 4 + 2 * 8 * (2 + 2) * 4);
   // the option written on the plan rather than in the strategy
+  // example-begin flash-attention-plan
+  // In a strategy, beside its parts ...
+  using flash_strategy = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">, flash_attention>;
+  using flash_plan = plan<tiny_llama, batch<micro<8>, seq<16>>, precision<bf16, float>, flash_strategy>;
+  static_assert(flash_plan::flash);  // every causal_attention runs as flash_attention_core
+  // ... or as a plan option.
   using as_option = plan<tiny_gpt, tiny_batch, precision<double>, flash_attention>;
+  // example-end flash-attention-plan
+  STATIC_REQUIRE(flash_plan::kept_count < plan<tiny_llama, batch<micro<8>, seq<16>>, precision<bf16, float>,
+                                              strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>>::kept_count);
   using in_strategy = plan_of<tiny_gpt, none, flash_attention>;
   STATIC_REQUIRE(std::is_same_v<typename as_option::model, typename in_strategy::model>);
   STATIC_REQUIRE(as_option::kept_count == in_strategy::kept_count);

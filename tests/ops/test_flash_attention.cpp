@@ -150,4 +150,21 @@ TEST_CASE("flash attention in bf16 (f32 lse) against the f64 op", "[ops][attenti
   CHECK(rel_err(widen(dqkv), rdqkv) < 4 * eps);
 }
 
+TEST_CASE("flash attention: usage", "[ops][attention]") {
+  // example-begin flash-attention-usage
+  const weft::host_context ctx;
+  constexpr std::size_t B = 2, S = 16, H = 8, KVH = 2, D = 32;
+  std::vector<float> qkv(B * S * (H + 2 * KVH) * D, 0.0f);  // (batch, seq, (H + 2*KVH) * D)
+  std::vector<float> out(B * S * H * D);                     // (batch, seq, H * D), kept for backward
+  std::vector<float> lse(B * H * S);                         // (batch, heads, seq): all that is kept
+  std::vector<float> dout(out.size(), 1.0f), dqkv(qkv.size(), 0.0f);
+
+  weft::ops::flash_attention_forward<B, S, H, KVH, D>(ctx, out.data(), lse.data(), qkv.data());
+  weft::ops::flash_attention_backward<B, S, H, KVH, D>(ctx, dqkv.data(), dout.data(), qkv.data(), out.data(),
+                                                       lse.data());
+  // example-end flash-attention-usage
+  // All-zero qkv: row t averages t + 1 equal scores, so lse = log(t + 1).
+  CHECK(lse[S - 1] == Approx(std::log(float(S))));
+}
+
 }  // namespace
