@@ -144,6 +144,12 @@ run bench_kernels 240 bench_kernels
 grep -E '^\||^ceilings' "$logs/bench_kernels.txt" >> "$summary"
 gemm=$(awk '/^ceiling_bf16_tflops/ {print $2}' "$logs/bench_kernels.txt")
 gemm=${gemm:-0}
+# PyTorch's causal attention (SDPA, its flash kernel) at the same shape, rows beside weft's
+if [ "${WEFT_GPU_SKIP_TORCH:-0}" != 1 ]; then
+  timeout 120 python3 benchmarks/gpu/torch_attention.py > "$logs/torch_attention.txt" 2>&1
+  say "- torch_attention.py: exit $?"
+  grep -E '^\|' "$logs/torch_attention.txt" >> "$summary"
+fi
 
 say ""
 say "## training steps (tokens/s; MFU over the bf16 product rate above, ${gemm} TFLOP/s)"
