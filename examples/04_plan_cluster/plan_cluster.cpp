@@ -15,7 +15,8 @@
  *                --cluster a100-80gb --nodes 2 --tp 2 --pp 2 --recompute selective --json
  *   plan_cluster --model mixtral-8x7b --cluster h100-sxm --nodes 4 --global-batch 512 --seq 4096 --pp 1
  * A mixture-of-experts model (a mixtral preset, or --experts E [--top-k K] on a family's
- * dimensions) adds expert parallelism (ep) to the search.
+ * dimensions) adds expert parallelism (ep) to the search. --flash prices every strategy with
+ * the flash_attention option (row statistics instead of probabilities, the scores recomputed).
  */
 #include <weft/parallel/schedule.hpp>      // make_schedule (run time)
 #include <weft/parallel/schedule_svg.hpp>  // write_schedule_svg
@@ -71,7 +72,8 @@ const std::vector<std::string> value_options = {
     "cluster", "nodes", "gpus-per-node", "price", "failures-per-node-day", "memory-gb", "tflops", "inter-gbps", "islands",
     "island-gbps", "tp", "pp", "dp", "ep", "experts", "top-k", "zero", "schedule", "interleave", "recompute", "max-nodes", "top", "html",
     "mono-memory-gb", "mono-tflops", "mono-bandwidth-tbs", "mono-price", "mono-lead-days", "lead-days", "precision"};
-const std::vector<std::string> flag_options = {"sp", "no-sp", "json", "no-scaling", "no-overlap", "unfused-attention", "help"};
+const std::vector<std::string> flag_options = {"sp", "no-sp", "json", "no-scaling", "no-overlap", "unfused-attention",
+                                               "flash", "help"};
 
 options parse(int argc, char** argv) {
   options o;
@@ -103,6 +105,7 @@ const char* usage =
     "  fixed:    --tp --pp --dp --ep --zero --schedule 1f1b|gpipe|interleaved --interleave V --sp|--no-sp\n"
     "            --recompute none|selective|full\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
+    "            --flash (the flash_attention option: row statistics kept, not probabilities; recompute none|full)\n"
     "  compare:  --max-nodes N --lead-days D (cluster) --mono-memory-gb --mono-tflops --mono-bandwidth-tbs\n"
     "            --mono-price (USD/hour) --mono-lead-days;  --no-scaling\n"
     "  output:   --json (one JSON object on stdout) --html FILE --top K\n";
@@ -186,6 +189,9 @@ search_options search_from(const options& o, const precision_desc& p) {
   s.job.precision = p;
   s.job.overlap_grad_reduce = !o.has("no-overlap");     // a stack that reduces gradients after backward
   s.job.fused_attention = !o.has("unfused-attention");  // (s, s) scores through memory (no flash attention)
+  // every strategy keeps row statistics instead of probabilities (a pinned selective recompute is none then)
+  s.flash = o.has("flash");
+  if (s.flash && o.has("unfused-attention")) throw bad_input{"--flash runs fused attention kernels; drop --unfused-attention"};
   s.fixed_tp = o.count("tp", 0), s.fixed_pp = o.count("pp", 0), s.fixed_dp = o.count("dp", 0), s.fixed_ep = o.count("ep", 0);
   s.fixed_micro = o.count("micro-batch", 0);
   if (s.fixed_micro > s.max_micro) s.max_micro = s.fixed_micro;
@@ -245,6 +251,7 @@ std::string strategy_text(const strategy_desc& s) {
   if (s.pp > 1 && s.schedule == schedule_kind::interleaved) t += " V=" + std::to_string(s.chunks);
   t += std::string(s.pp > 1 ? ")" : "") + ", dp " + std::to_string(s.dp) + (s.ep > 1 ? ", ep " + std::to_string(s.ep) : "") + ", zero " + std::to_string(s.zero) + ", micro-batch " + std::to_string(s.micro) +
        " x " + std::to_string(s.microbatches) + ", recompute " + recompute_name(s.recompute);
+  if (s.flash) t += ", flash attention";
   return t;
 }
 std::string json_escape(const std::string& s) {
@@ -287,6 +294,7 @@ struct report {
   batch_desc batch{};
   double tokens = 0;
   precision_desc precision{};
+  bool flash = false;  // --flash: every strategy with flash attention
   cluster c{};
   search_result<16> result{};
   std::size_t top = 5;
@@ -324,8 +332,9 @@ void print_text(const report& r) {
     std::printf("mixture of experts: %zu experts of ffn %zu per block, top %zu; %.2fB expert parameters; the search tries ep "
                 "(expert parallelism) dividing %zu\n",
                 md.experts, md.ffn, md.top_k, static_cast<double>(md.expert_params) / 1e9, md.experts);
-  std::printf("batch %zu sequences x %zu tokens = %zu tokens per step; %.3g tokens to train; %s\n", r.batch.sequences,
-              r.batch.seq, r.batch.tokens(), r.tokens, r.precision.half() ? "bf16 with f32 master weights" : "f32");
+  std::printf("batch %zu sequences x %zu tokens = %zu tokens per step; %.3g tokens to train; %s%s\n", r.batch.sequences,
+              r.batch.seq, r.batch.tokens(), r.tokens, r.precision.half() ? "bf16 with f32 master weights" : "f32",
+              r.flash ? "; flash attention (row statistics, not probabilities)" : "");
   std::printf("cluster %s: %zu nodes x %zu GPUs = %zu GPUs, %.0f GB each (%.0f GB usable), %.0f TFLOP/s peak, $%.2f/GPU-hour%s\n",
               std::string(r.c.name).c_str(), r.c.nodes, r.c.gpus_per_node, r.c.gpus(), r.c.memory_bytes / 1e9, limit / 1e9,
               (r.precision.half() && !r.c.cpu ? r.c.peak_flops_16 : r.c.peak_flops_32) / 1e12, r.c.price_per_gpu_hour,
@@ -461,7 +470,8 @@ std::string strategy_json(const strategy_desc& s) {
   j << "{\"tp\":" << s.tp << ",\"pp\":" << s.pp << ",\"dp\":" << s.dp << ",\"ep\":" << s.ep << ",\"zero\":" << s.zero << ",\"schedule\":\""
     << schedule_name(s.schedule) << "\",\"chunks\":" << (s.schedule == schedule_kind::interleaved ? s.chunks : 1)
     << ",\"micro_batch\":" << s.micro << ",\"microbatches\":" << s.microbatches << ",\"recompute\":\"" << recompute_name(s.recompute)
-    << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false") << "}";
+    << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false") << ",\"flash_attention\":" << (s.flash ? "true" : "false")
+    << "}";
   return j.str();
 }
 std::string memory_json(const stage_memory& m) {
@@ -503,7 +513,7 @@ void print_json(const report& r, std::ostream& os) {
     os << ",\"tp\":" << s.tp << ",\"pp\":" << s.pp << ",\"dp\":" << s.dp << ",\"ep\":" << s.ep << ",\"zero\":" << s.zero << ",\"schedule\":\""
        << schedule_name(s.schedule) << "\",\"interleave\":" << (s.schedule == schedule_kind::interleaved ? s.chunks : 1)
        << ",\"micro_batch\":" << s.micro << ",\"microbatches\":" << s.microbatches << ",\"recompute\":\"" << recompute_name(s.recompute)
-       << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false");
+       << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false") << ",\"flash_attention\":" << (s.flash ? "true" : "false");
     os << ",\"memory_per_gpu_bytes\":" << b->cost.memory.total() << ",\"memory_by_stage\":[";
     for (std::size_t i = 0; i < r.stages.size(); ++i) os << (i ? "," : "") << memory_json(r.stages[i]);
     os << "],\"step_seconds\":" << num(b->cost.step_seconds) << ",\"breakdown\":" << breakdown_json(b->cost)
@@ -726,6 +736,7 @@ int run(int argc, char** argv) {
   r.top = o.count("top", 5);
   r.lead_days = o.num("lead-days", 7);
   const search_options so = search_from(o, r.precision);
+  r.flash = so.flash;
   const std::size_t pinned_ep = so.fixed_ep != 0 ? so.fixed_ep : 1;
   if (so.fixed_dp != 0 && so.fixed_tp != 0 && so.fixed_pp != 0 && (r.model.desc.experts == 0 || so.fixed_ep != 0) &&
       so.fixed_dp * so.fixed_tp * so.fixed_pp * pinned_ep != r.c.gpus())
@@ -735,8 +746,8 @@ int run(int argc, char** argv) {
   if (so.fixed_ep > 1 && !r.model.desc.ep_divides(so.fixed_ep))
     throw bad_input{"--ep " + std::to_string(so.fixed_ep) + " needs a mixture of experts whose expert count it divides (--experts)"};
 
-  r.one_gpu = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::none, r.precision);
-  r.one_gpu_full = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::full, r.precision);
+  r.one_gpu = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::none, r.precision, so.flash);
+  r.one_gpu_full = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::full, r.precision, so.flash);
   r.result = search<16>(r.model.desc, r.batch, r.c, so);
   if (r.result.found()) {
     const strategy_desc& s = r.result.best().strategy;

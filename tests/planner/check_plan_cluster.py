@@ -3,7 +3,9 @@
    check_plan_cluster.py MODE EXE ARGS...
 MODE text: rc 0 and the report's sections; json: rc 0 and the JSON fields, consistent;
 html: rc 0 and the HTML file has its four SVG charts; bad: rc != 0 and one line on stderr;
-moe: text, and the chosen strategy names expert parallelism, ep > 1 dividing the experts."""
+moe: text, and the chosen strategy names expert parallelism, ep > 1 dividing the experts.
+With --flash among the arguments, json also checks that every strategy it names (chosen,
+alternatives, scaling rows) has flash attention and no selective recompute (its twin under flash)."""
 import json, os, re, subprocess, sys, tempfile
 import xml.etree.ElementTree as ET
 
@@ -56,6 +58,12 @@ if mode == "json" and p.returncode == 0:
             need(all(a["step_seconds"] >= j["step_seconds"] for a in j["alternatives"]), "an alternative is faster than the choice")
             need(j["checkpoint_interval_minutes"] > 0, "no checkpoint interval")
             need(len(j["scaling"]) >= 1, "no scaling rows")
+            flash = "--flash" in args
+            named = [j["strategy"]] + [a["strategy"] for a in j["alternatives"]] + [r["strategy"] for r in j["scaling"] if r["feasible"]]
+            need(j.get("flash_attention") == flash, f"flash_attention is not {flash}")
+            need(all(st.get("flash_attention") == flash for st in named), f"a strategy's flash_attention is not {flash}")
+            if flash:
+                need(all(st["recompute"] != "selective" for st in named), "selective recompute priced under --flash")
 if mode == "moe" and p.returncode == 0:
     m = re.search(r"^chosen: .*\bdp (\d+), ep (\d+),", p.stdout, re.M)
     e = re.search(r"^mixture of experts: (\d+) experts", p.stdout, re.M)

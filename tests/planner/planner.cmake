@@ -63,3 +63,15 @@ if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
                    --seq 4096 --tokens 2e12 --max-nodes 16)
   set_tests_properties(planner.plan_cluster.islands_text PROPERTIES LABELS planner TIMEOUT 120)
 endif()
+
+# flash attention as an input: every strategy named carries it, none with selective recompute;
+# --flash contradicts --unfused-attention (the flash kernels are fused)
+if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
+  add_test(NAME planner.plan_cluster.flash_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py json $<TARGET_FILE:plan_cluster>
+                   --model llama3-8b --seq 8192 --global-batch 256 --cluster a100-80gb --nodes 2 --tokens 1e11 --flash --json)
+  add_test(NAME planner.plan_cluster.flash_bad_unfused
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
+                   --model llama3-8b --flash --unfused-attention)
+  set_tests_properties(planner.plan_cluster.flash_json planner.plan_cluster.flash_bad_unfused PROPERTIES LABELS planner TIMEOUT 120)
+endif()

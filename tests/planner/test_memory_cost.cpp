@@ -1,4 +1,5 @@
-// Per-rank memory from values equals plan<...>::memory_per_rank (memory_model) for the same strategy.
+// Per-rank memory from values equals plan<...>::memory_per_rank (memory_model) for the same strategy,
+// with and without flash_attention.
 #include <weft/model/gpt.hpp>
 #include <weft/model/llama.hpp>
 #include <weft/parallel/plan.hpp>
@@ -17,6 +18,7 @@ template <class M, planner::strategy_desc S, class Precision>
 void check_plan(const planner::precision_desc& p) {
   using plan_t = plan<M, batch<micro<S.micro>, seq<128>>, planner::strategy_type_of<S>, Precision>;
   STATIC_REQUIRE(plan_t::strategy_fits);
+  STATIC_REQUIRE(plan_t::flash == S.flash);  // strategy_type_of carries flash_attention
   const stage_memory m = planner::peak_stage_memory(planner::describe<M>(), 128, S, p);
   CHECK(m.total() == plan_t::memory_per_rank);
 }
@@ -26,6 +28,10 @@ constexpr planner::strategy_desc make(std::size_t tp, std::size_t pp, std::size_
   planner::strategy_desc s{};
   s.tp = tp, s.pp = pp, s.dp = dp, s.zero = zero, s.sequence_parallel = sp, s.schedule = k, s.chunks = v, s.micro = b,
   s.microbatches = m, s.recompute = rc;
+  return s;
+}
+constexpr planner::strategy_desc flash(planner::strategy_desc s) {
+  s.flash = true;
   return s;
 }
 using K = schedule_kind;
@@ -43,6 +49,44 @@ TEST_CASE("memory from values is the plan's memory_per_rank", "[planner][memory]
   check_plan<gpt_m, make(1, 3, 2, 1, false, K::interleaved, 2, 2, 9, R::selective), precision<float>>(f32);
   check_plan<llama_m, make(2, 2, 2, 1, true, K::interleaved, 2, 1, 4, R::none), precision<bf16, float>>(mixed);
   check_plan<llama_m, make(2, 1, 2, 3, false, K::one_f_one_b, 1, 4, 2, R::full), precision<bf16, float>>(mixed);
+}
+
+TEST_CASE("memory from values is the plan's memory_per_rank with flash attention", "[planner][memory][flash]") {
+  constexpr planner::precision_desc mixed = planner::mixed_bf16();
+  constexpr planner::precision_desc f32 = planner::full_f32();
+  check_plan<gpt_m, flash(make(1, 1, 1, 0, false, K::one_f_one_b, 1, 2, 1, R::none)), precision<float>>(f32);
+  check_plan<gpt_m, flash(make(2, 1, 4, 1, true, K::one_f_one_b, 1, 2, 1, R::selective)), precision<bf16, float>>(mixed);
+  check_plan<gpt_m, flash(make(1, 4, 2, 2, false, K::one_f_one_b, 1, 1, 8, R::none)), precision<bf16, float>>(mixed);
+  check_plan<gpt_m, flash(make(2, 2, 2, 3, false, K::gpipe, 1, 1, 4, R::full)), precision<bf16, float>>(mixed);
+  check_plan<gpt_m, flash(make(2, 2, 1, 0, true, K::interleaved, 3, 1, 6, R::none)), precision<bf16, float>>(mixed);
+  check_plan<llama_m, flash(make(2, 2, 2, 1, true, K::interleaved, 2, 1, 4, R::none)), precision<bf16, float>>(mixed);
+  check_plan<llama_m, flash(make(1, 1, 2, 3, false, K::one_f_one_b, 1, 4, 2, R::selective)), precision<float>>(f32);
+}
+
+TEST_CASE("flash attention keeps row statistics instead of probabilities", "[planner][memory][flash]") {
+  // Per layer and micro-batch on a rank: a·s·s·b·e bytes of probabilities become a·s·b·(4 + d·e)
+  // (a 32-bit log-sum-exp a row and a copy of the output); selective recompute drops the
+  // probabilities and keeps nothing instead, full recompute keeps the layers' inputs either way.
+  const planner::model_desc md = planner::gpt_desc(24, 2048, 16, 50304, 4096);  // d = 128
+  const std::size_t s = 4096, b = 2, a = 16 / 2, d = 128, e = 2;
+  planner::strategy_desc none{};
+  none.tp = 2, none.dp = 4, none.micro = b, none.microbatches = 4;
+  const auto without = planner::peak_stage_memory(md, s, none);
+  const auto with = planner::peak_stage_memory(md, s, flash(none));
+  CHECK(without.layer_bytes - with.layer_bytes == a * s * s * b * e - a * s * b * (4 + d * e));
+  CHECK(without.activation_bytes - with.activation_bytes == 24 * without.activation_sets * (without.layer_bytes - with.layer_bytes));
+  CHECK(with.model_state_bytes() == without.model_state_bytes());
+  // selective: flash keeps its statistics where selective keeps nothing; with flash, selective is flash alone
+  planner::strategy_desc sel = none;
+  sel.recompute = recompute_kind::selective;
+  CHECK(planner::peak_stage_memory(md, s, sel).layer_bytes + a * s * b * (4 + d * e) == with.layer_bytes);
+  CHECK(planner::peak_stage_memory(md, s, flash(sel)).total() == with.total());
+  planner::strategy_desc full = none;
+  full.recompute = recompute_kind::full;
+  CHECK(planner::peak_stage_memory(md, s, flash(full)).total() == planner::peak_stage_memory(md, s, full).total());
+  // one device alone
+  CHECK(planner::single_device_memory(md, s, 1, recompute_kind::none, {}, true).activation_bytes <
+        planner::single_device_memory(md, s, 1).activation_bytes);
 }
 
 TEST_CASE("memory falls with sharding and recomputation", "[planner][memory]") {

@@ -78,3 +78,56 @@ TEST_CASE("recompute costs time, full more than selective", "[planner][step]") {
   // the forward again: about a third of forward + backward
   CHECK(full.seconds(cost_part::recompute) == Approx(full.seconds(cost_part::compute) / 3).epsilon(0.1));
 }
+
+TEST_CASE("flash attention recomputes the scores: half of selective's attention core", "[planner][step][flash]") {
+  // base(): tp 8, pp 4 (1F1B), M = 16 micro-batches of 1 sequence of 2048 tokens, 12 layers a stage.
+  const cluster c = presets::a100_80gb(16);
+  strategy_desc s = base();
+  s.recompute = recompute_kind::none;
+  const step_cost none = estimate_step(md, 2048, s, c);
+  s.flash = true;
+  const step_cost flash = estimate_step(md, 2048, s, c);
+  // The documented amount: one Q·Kᵀ a layer, b·a/t products of (s, s, d), per micro-batch,
+  // counted independently of the helper that step_cost.hpp halves.
+  const double peak = c.peak_flops_16, d = 8192.0 / 64, layers = 12, M = 16, P = 4;
+  const double qk = gemm_seconds(2048, 2048, d, peak, gpu_gemm_curve(), 1.0 * 64 / 8);
+  CHECK(flash.seconds(cost_part::recompute) == Approx(M * layers * qk));
+  CHECK(flash.seconds(cost_part::compute) == Approx(none.seconds(cost_part::compute)));
+  // the bubble is (P - 1) more micro-batches of it
+  CHECK(flash.step_seconds - none.step_seconds == Approx((M + P - 1) * layers * qk));
+  CHECK(flash.memory.activation_bytes < none.memory.activation_bytes);
+  // 2·h·s FLOPs a token and layer recomputed (the scores' share of 12·h·s)
+  CHECK(flash.hardware_flops - none.hardware_flops == Approx(48.0 * 2 * 8192 * 2048 * (4 * 16 * 2048)));
+  CHECK(none.hardware_flops == Approx(none.model_flops));
+
+  // selective recomputes both attention products (fused softmax: no traffic), flash one: half
+  s.flash = false, s.recompute = recompute_kind::selective;
+  const step_cost sel = estimate_step(md, 2048, s, c);
+  CHECK(flash.seconds(cost_part::recompute) == Approx(sel.seconds(cost_part::recompute) / 2));
+  CHECK(flash.step_seconds < sel.step_seconds);
+  // with flash, selective adds nothing: it has no probabilities left to drop
+  s.flash = true;
+  const step_cost sel_flash = estimate_step(md, 2048, s, c);
+  CHECK(sel_flash.step_seconds == flash.step_seconds);
+  CHECK(sel_flash.hardware_flops == flash.hardware_flops);
+  CHECK(sel_flash.memory.total() == flash.memory.total());
+  // full re-runs a flash forward, then its backward recomputes the scores again
+  s.recompute = recompute_kind::full;
+  const step_cost full_flash = estimate_step(md, 2048, s, c);
+  s.flash = false;
+  const step_cost full = estimate_step(md, 2048, s, c);
+  CHECK(full_flash.seconds(cost_part::recompute) - full.seconds(cost_part::recompute) == Approx(M * layers * qk));
+  CHECK(full_flash.memory.total() == full.memory.total());
+}
+
+TEST_CASE("flash attention moves no (s, s) softmax through memory", "[planner][step][flash]") {
+  const cluster c = presets::a100_80gb(16);
+  strategy_desc s = base();
+  s.recompute = recompute_kind::none;
+  job_options unfused{};
+  unfused.fused_attention = false;
+  const double fused_compute = estimate_step(md, 2048, s, c).seconds(cost_part::compute);
+  CHECK(estimate_step(md, 2048, s, c, unfused).seconds(cost_part::compute) > fused_compute);
+  s.flash = true;  // the flash kernels, whatever fused_attention says
+  CHECK(estimate_step(md, 2048, s, c, unfused).seconds(cost_part::compute) == Approx(fused_compute));
+}

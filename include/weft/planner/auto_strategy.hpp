@@ -6,16 +6,18 @@
 // The search is planner::search (a constant evaluation over values); the winning
 // strategy_desc is turned into strategy<mesh<axis<"dp", D>, axis<"tp", T>, axis<"pp", P>>,
 // tensor_parallel<"tp"[, sequence_parallel]>, pipeline<"pp", Schedule, microbatches<M>>,
-// data_parallel<"dp", zero<Z>>, recompute<R>>, and for a model with mixtures of experts, when
-// the search picks ep > 1, an axis<"ep", E> with expert_parallel<"ep">. When nothing fits, the compilation stops at
-// the user's line with the resource that is short and by how much.
+// data_parallel<"dp", zero<Z>>, recompute<R>[, flash_attention]>, and for a model with mixtures of
+// experts, when the search picks ep > 1, an axis<"ep", E> with expert_parallel<"ep">. When nothing
+// fits, the compilation stops at the user's line with the resource that is short and by how much.
+// flash_search<> turns the search's flash option on (search_options::flash): every candidate then
+// has flash_attention, and so has the winner's strategy<> and plan<>.
 #include "weft/core/dtype.hpp"           // bf16
 #include "weft/core/fixed_string.hpp"    // fixed_string
 #include "weft/parallel/batch.hpp"       // batch, micro, seq
 #include "weft/parallel/mesh.hpp"        // mesh
 #include "weft/parallel/plan.hpp"        // plan, precision
 #include "weft/parallel/expert_parallel.hpp"  // expert_parallel
-#include "weft/parallel/strategy.hpp"    // strategy, tensor_parallel, pipeline, data_parallel, zero, recompute
+#include "weft/parallel/strategy.hpp"    // strategy, tensor_parallel, pipeline, data_parallel, zero, recompute, flash_attention
 #include "weft/planner/cluster.hpp"      // cluster_type
 #include "weft/planner/model_desc.hpp"   // describe, strategy_desc
 #include "weft/planner/search.hpp"       // search, search_options
@@ -28,6 +30,17 @@ namespace weft::planner {
 /// Search limits as a type: any type with `static constexpr search_options value`.
 struct default_search {
   static constexpr search_options value{};
+};
+
+/// `Base`'s limits with flash attention on: every strategy priced and the winner keep row
+/// statistics instead of probabilities (search_options::flash).
+template <class Base = default_search>
+struct flash_search {
+  static constexpr search_options value = [] {
+    search_options o = Base::value;
+    o.flash = true;
+    return o;
+  }();
 };
 
 /// `Need <= Have` of a named resource; printed with the numbers (and `ShortBy`) when false.
@@ -47,17 +60,22 @@ template <strategy_desc S>
 using tensor_part_of = std::conditional_t<S.sequence_parallel, weft::tensor_parallel<"tp", weft::sequence_parallel>,
                                           weft::tensor_parallel<"tp">>;
 
+// A strategy<> of `Mesh` and `Parts...` with S's options after the parts: recompute<R>, and
+// flash_attention when S.flash (so that plan<..., strategy_type_of<S>>::flash is S.flash).
+template <strategy_desc S, class Mesh, class... Parts>
+using strategy_with_options_of =
+    std::conditional_t<S.flash, weft::strategy<Mesh, Parts..., weft::recompute<recompute_of<S>>, weft::flash_attention>,
+                       weft::strategy<Mesh, Parts..., weft::recompute<recompute_of<S>>>>;
+
 constexpr std::size_t mib_up(double bytes) noexcept { return static_cast<std::size_t>(bytes / 1048576.0) + 1; }
 constexpr std::size_t mib_down(double bytes) noexcept { return static_cast<std::size_t>(bytes / 1048576.0); }
 
 // Without expert parallelism the mesh has no "ep" axis (a strategy uses every axis it names).
 template <strategy_desc S, bool Expert = (S.ep > 1)>
 struct strategy_of {
-  using type =
-      weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>>, tensor_part_of<S>,
-                     weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
-                     weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>,
-                     weft::recompute<recompute_of<S>>>;
+  using type = strategy_with_options_of<S, weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>>,
+                                        tensor_part_of<S>, weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
+                                        weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>>;
 };
 // With expert parallelism: an "ep" axis and expert_parallel<"ep">. With one stage there is no
 // pipeline part (its micro-batches are the step's gradient accumulation, chosen.microbatches);
@@ -67,17 +85,18 @@ template <strategy_desc S>
 struct strategy_of<S, true> {
   using type = std::conditional_t<
       (S.pp > 1),
-      weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>, weft::axis<"ep", S.ep>>,
-                     tensor_part_of<S>, weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>,
-                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>,
-                     weft::recompute<recompute_of<S>>>,
-      weft::strategy<weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"ep", S.ep>>, tensor_part_of<S>,
-                     weft::expert_parallel<"ep">, weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>,
-                     weft::recompute<recompute_of<S>>>>;
+      strategy_with_options_of<
+          S, weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"pp", S.pp>, weft::axis<"ep", S.ep>>,
+          tensor_part_of<S>, weft::pipeline<"pp", schedule_of<S>, weft::microbatches<S.microbatches>>, weft::expert_parallel<"ep">,
+          weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>>,
+      strategy_with_options_of<S, weft::mesh<weft::axis<"dp", S.dp>, weft::axis<"tp", S.tp>, weft::axis<"ep", S.ep>>,
+                               tensor_part_of<S>, weft::expert_parallel<"ep">,
+                               weft::data_parallel<"dp", weft::zero<S.zero>, weft::bucket_bytes<S.bucket_bytes>>>>;
 };
 }  // namespace detail
 
-/// The strategy<> type of a strategy_desc (with expert_parallel<"ep"> and an "ep" axis when ep > 1).
+/// The strategy<> type of a strategy_desc (with expert_parallel<"ep"> and an "ep" axis when ep > 1,
+/// flash_attention when flash).
 template <strategy_desc S>
 using strategy_type_of = typename detail::strategy_of<S>::type;
 

@@ -6,8 +6,8 @@
 // Only the first and the last stage are priced: the first holds the embeddings and the most
 // activation sets, the last the head and the logits; a middle stage holds fewer of both,
 // so the peak is one of these two (tests/planner/test_memory_cost.cpp checks the numbers
-// against plan<...>::memory_per_rank; tests/planner/test_moe_search.cpp for mixtures of experts,
-// with and without expert parallelism).
+// against plan<...>::memory_per_rank, with and without flash_attention; tests/planner/test_moe_search.cpp
+// for mixtures of experts, with and without expert parallelism).
 #include "weft/parallel/memory_model.hpp"  // zero_model_states, comm_buffer_bytes, layer_activation_bytes, peak_activation_sets, stage_memory
 #include "weft/planner/model_desc.hpp"     // model_desc, strategy_desc, precision_desc
 
@@ -74,7 +74,9 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   const std::size_t per_chunk = md.depth / (s.pp * v);
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;
-  m.layer_bytes = layer_activation_bytes(dims, s.tp, s.sequence_parallel, s.recompute);
+  // flash: row log-sum-exp and an output copy instead of the probabilities (a selective policy
+  // then keeps what none keeps; full keeps the layer inputs either way)
+  m.layer_bytes = layer_activation_bytes(dims, s.tp, s.sequence_parallel, s.recompute, s.flash);
   m.activation_bytes = m.layer_bytes * per_chunk * m.activation_sets + recompute_buffer_bytes(dims, s.recompute);
   const std::size_t rows = (s.sequence_parallel ? weft::detail::ceil_div(seq, s.tp) : seq) * s.micro;
   if (st == 0) m.embedding_bytes = rows * md.width * md.mask_bytes * sets.first_input;
@@ -109,12 +111,15 @@ constexpr stage_memory stage_memory_at(const model_desc& md, std::size_t seq, co
   return stage_memory_of(md, seq, s, p, sets, st);
 }
 
-/// Memory one device would need to train the model alone (tp = pp = dp = 1), with recompute `rc`.
+/// Memory one device would need to train the model alone (tp = pp = dp = 1), with recompute `rc`
+/// (and flash attention when `flash`).
 constexpr stage_memory single_device_memory(const model_desc& md, std::size_t seq, std::size_t micro,
-                                            recompute_kind rc = recompute_kind::none, const precision_desc& p = {}) noexcept {
+                                            recompute_kind rc = recompute_kind::none, const precision_desc& p = {},
+                                            bool flash = false) noexcept {
   strategy_desc s{};
   s.micro = micro;
   s.recompute = rc;
+  s.flash = flash;
   return peak_stage_memory(md, seq, s, p);
 }
 

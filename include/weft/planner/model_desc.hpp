@@ -223,6 +223,10 @@ struct strategy_desc {
   std::size_t micro = 1;         ///< sequences per micro-batch (b)
   std::size_t microbatches = 1;  ///< per step (M); with pp == 1, gradient accumulation
   recompute_kind recompute = recompute_kind::none;
+  /// flash_attention: every attention keeps its rows' log-sum-exp and output instead of the
+  /// (b, a, s, s) probabilities, and backward recomputes the scores. Selective recompute has
+  /// nothing left to drop under it: recompute selective with flash costs what none with flash does.
+  bool flash = false;
   std::size_t ep = 1;            ///< expert-parallel ranks (between tp and dp in rank order; > 1 only for MoE models)
   std::size_t bucket_bytes = single_rank_strategy::bucket_bytes;  ///< data_parallel's gradient buckets (its default)
   constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep; }

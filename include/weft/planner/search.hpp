@@ -15,6 +15,10 @@
 //             (P ≥ 2, M % P == 0, as Megatron-LM and weft's pipeline<> require)
 //   zero 0..3 (0 alone when dp = 1);  sequence parallelism with tp > 1 (not for mixtures of experts);
 //   recompute none, selective, full
+// Flash attention is an input, not a choice (search_options::flash): whether the job runs the
+// flash kernels is a property of its stack, as fused_attention is, and searching it would double
+// the space auto_strategy evaluates at compile time. With it every candidate has flash set and
+// selective recompute is not tried: with no probabilities to drop it keeps and costs what none does.
 // Each candidate's peak stage is priced first; those that fit the usable memory are timed by
 // estimate_step and ranked. Recompute policies are tried lightest first: once one fits, the
 // heavier ones (same memory elsewhere, more time) are dominated and skipped. The schedule's activation sets (a walk of M·V steps) are computed
@@ -54,6 +58,9 @@ struct search_options {
   /// Also price ep > 1 with pp > 1 (the cost model prices them; strategy<> rejects them yet, so
   /// auto_strategy leaves this off).
   bool allow_expert_pipeline = false;
+  /// Every candidate runs flash_attention (strategy_desc::flash); recompute none and full only
+  /// (a pinned selective is none: under flash the two are the same).
+  bool flash = false;
 };
 
 /// A priced strategy.
@@ -122,6 +129,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
   r.leanest_bytes = -1;
   const std::size_t n = c.gpus();
   constexpr recompute_kind rcs[] = {recompute_kind::none, recompute_kind::selective, recompute_kind::full};
+  const recompute_kind pinned_rc = o.flash && o.recompute == recompute_kind::selective ? recompute_kind::none : o.recompute;
   for (std::size_t tp = 1; tp <= c.gpus_per_node && tp <= n; tp *= 2) {
     if (o.fixed_tp != 0 && tp != o.fixed_tp) continue;
     if (!split_divides(md, tp, 1)) continue;
@@ -163,9 +171,10 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
               const bool sp_ok = tp > 1 && o.allow_sequence_parallel && batch.seq % tp == 0 && md.moe_layers == 0;
               for (int sp = 0; sp <= (sp_ok ? 1 : 0); ++sp) {
                 for (recompute_kind rc : rcs) {
-                  if (o.fix_recompute && rc != o.recompute) continue;
+                  if (o.flash && rc == recompute_kind::selective) continue;  // nothing to drop: none's twin
+                  if (o.fix_recompute && rc != pinned_rc) continue;
                   if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
-                  s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc;
+                  s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc, s.flash = o.flash;
                   // Memory first (cheap); the time only of what fits.
                   const double bytes = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
                   ++r.evaluated;

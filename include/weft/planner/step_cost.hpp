@@ -5,7 +5,10 @@
 //
 //   t_mb      = Σ_layers [ GEMMs fwd + 2·fwd (bwd) at gemm_efficiency(shape) · peak
 //                         + elementwise bytes / memory bandwidth ]         (compute)
-//   t_rc      = the recomputed forward: all of it (full), the attention core (selective)
+//   t_rc      = the recomputed forward: all of it (full), the attention core (selective); with
+//               flash attention (strategy_desc::flash) also the scores Q·Kᵀ its backward
+//               recomputes, half of the attention core's forward products (selective then adds
+//               nothing: there are no probabilities left for it to drop)
 //   t_tp      = 4 all-reduces of (s, b, h) per layer (6 with full recompute; with sequence
 //               parallelism a reduce-scatter + all-gather each) on the tp axis's link
 //   t_ep      = expert parallelism over ep ranks: per micro-batch 4 all-to-alls (dispatch and
@@ -34,7 +37,8 @@
 //   projection (m, h, h/t), MLP up (m, f/t (2f/t gated), h), down (m, h, f/t).
 // Elementwise traffic per layer forward (read + write, e bytes each): norms, residuals and
 // dropouts 12·h per token (÷t with sp), the MLP activation 4·f/t (6 gated), and, without a
-// fused (flash) attention kernel, the softmax 4·s·a/t per token. Backward moves twice that.
+// fused (flash) attention kernel, the softmax 4·s·a/t per token (never with the flash_attention
+// option: its kernels keep the scores on chip). Backward moves twice that.
 #include "weft/planner/cluster.hpp"          // cluster
 #include "weft/planner/collective_cost.hpp"  // axis_link, all_reduce_seconds, ...
 #include "weft/planner/gemm_efficiency.hpp"  // gemm_seconds, gemm_curve
@@ -49,7 +53,7 @@ namespace weft::planner {
 /// How the job runs, besides the strategy.
 struct job_options {
   precision_desc precision{};
-  bool fused_attention = true;      ///< flash-style attention: no (s, s) scores in memory traffic
+  bool fused_attention = true;      ///< flash-style kernels: no (s, s) scores in memory traffic (implied by strategy_desc::flash)
   bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlaps backward (DDP, Megatron-Core)
 };
 
@@ -120,7 +124,8 @@ constexpr double layer_forward_elementwise_bytes(const model_desc& md, std::size
                                                  const job_options& o, bool attention_only) noexcept {
   const double t = static_cast<double>(s.tp), h = static_cast<double>(md.width), e = static_cast<double>(o.precision.element_bytes);
   const double m = static_cast<double>(s.micro * seq);
-  const double softmax = o.fused_attention ? 0 : 4.0 * m * static_cast<double>(seq) * static_cast<double>(md.heads) / t * e;
+  const bool fused = o.fused_attention || s.flash;  // the flash_attention option runs the flash kernels
+  const double softmax = fused ? 0 : 4.0 * m * static_cast<double>(seq) * static_cast<double>(md.heads) / t * e;
   if (attention_only) return softmax;
   const double whole = 12.0 * h * e * (s.sequence_parallel ? m / t : m);
   // the MLP's activation; a mixture of experts': its routed rows (k a token, not cut by tp)
@@ -163,7 +168,16 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // the last stage, which it makes the slowest: the pipeline moves at that stage's pace.
   const double head = 3 * gemm_seconds(b * sq, static_cast<double>(md.vocab) / t, h, peak, curve);
   const double t_mb = 3 * fwd * layers + head;
-  const double t_rc = (s.recompute == recompute_kind::full ? fwd : s.recompute == recompute_kind::selective ? attn : 0) * layers;
+  // flash_attention: backward recomputes the scores Q·Kᵀ (and their softmax) from the rows'
+  // log-sum-exp, on top of any policy (full re-runs a flash forward, whose backward recomputes
+  // them too). Q·Kᵀ, (s, s, d), is one of the attention core's two forward products beside P·V,
+  // (s, d, s): as many FLOPs, at the same efficiency (the curve is symmetric in m, n, k for both
+  // device classes: m0 = n0 = k0), so half of the attention-only GEMM seconds. Assumed: the
+  // softmax's exponentials are not priced (as in the forward) and run on the tile on chip, no
+  // (s, s) traffic; the causal half is priced whole, like the forward's products.
+  const double scores = s.flash ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true) / 2 : 0;
+  const bool drops_scores = s.recompute == recompute_kind::selective && !s.flash;  // selective + flash = flash alone
+  const double t_rc = ((s.recompute == recompute_kind::full ? fwd : drops_scores ? attn : 0) + scores) * layers;
 
   // ---- tensor parallelism ----
   const link_spec tl = axis_link(c, s.tp, 1);
@@ -238,9 +252,12 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
 
   const double tokens = static_cast<double>(s.dp * s.ep * s.microbatches * s.micro * seq);  // every rank of an expert group brings its own
   r.model_flops = md.flops_per_token(seq) * tokens;
-  const double rc_per_token = s.recompute == recompute_kind::full
-                                  ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * h * sq)
-                                  : s.recompute == recompute_kind::selective ? static_cast<double>(md.depth) * 4 * h * sq : 0;
+  // recomputed FLOPs per token: the forward (full) or the attention core, 4·h·s a layer (selective),
+  // plus with flash the scores, 2·h·s a layer
+  const double rc_per_token = (s.recompute == recompute_kind::full
+                                   ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * h * sq)
+                                   : drops_scores ? static_cast<double>(md.depth) * 4 * h * sq : 0) +
+                              (s.flash ? static_cast<double>(md.depth) * 2 * h * sq : 0);
   r.hardware_flops = r.model_flops + rc_per_token * tokens;
   return r;
 }
