@@ -28,6 +28,7 @@ namespace {
 using tiny_gpt = gpt<gpt_config<vocab<13>, context<16>, width<16>, heads<2>, depth<3>>>;
 using tiny_llama = llama<llama_config<vocab<13>, context<16>, width<16>, heads<4>, kv_heads<2>, depth<3>, ffn<24>>>;
 using tiny_batch = batch<micro<2>, seq<16>>;
+using small_llama = llama<llama_config<vocab<32>, context<64>, width<32>, heads<4>, kv_heads<2>, depth<2>>>;
 
 template <class M, class Policy, class... Extra>
 using plan_of = plan<M, tiny_batch, strategy<mesh<axis<"dp">>, recompute<Policy>, Extra...>, precision<double>>;
@@ -140,12 +141,12 @@ TEST_CASE("flash_attention maps every causal_attention, also as a plan option an
   // example-begin flash-attention-plan
   // In a strategy, beside its parts ...
   using flash_strategy = strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">, flash_attention>;
-  using flash_plan = plan<tiny_llama, batch<micro<8>, seq<16>>, precision<bf16, float>, flash_strategy>;
+  using flash_plan = plan<small_llama, batch<micro<8>, seq<64>>, precision<bf16, float>, flash_strategy>;
   static_assert(flash_plan::flash);  // every causal_attention runs as flash_attention_core
   // ... or as a plan option.
   using as_option = plan<tiny_gpt, tiny_batch, precision<double>, flash_attention>;
   // example-end flash-attention-plan
-  STATIC_REQUIRE(flash_plan::kept_count < plan<tiny_llama, batch<micro<8>, seq<16>>, precision<bf16, float>,
+  STATIC_REQUIRE(flash_plan::kept_count < plan<small_llama, batch<micro<8>, seq<64>>, precision<bf16, float>,
                                               strategy<mesh<axis<"dp">, axis<"tp", 2>>, tensor_parallel<"tp">>>::kept_count);
   using in_strategy = plan_of<tiny_gpt, none, flash_attention>;
   STATIC_REQUIRE(std::is_same_v<typename as_option::model, typename in_strategy::model>);
