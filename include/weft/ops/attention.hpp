@@ -144,14 +144,16 @@ void attention_backward_key_value(T* dk, T* dv, const T* dpre, const T* att, con
 // probabilities, out_t, dq_t, dk and dv are summed in float locals and each stored value is
 // rounded once. The key/value pass walks keys in the outer loop (and the group's query heads
 // inside it) so dk_t2 and dv_t2 are complete before they are stored.
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
-void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const T* v, compute_t<T> scale) {
+// Also the forward of the row-statistics form (ops/flash_attention.hpp): `att` null keeps no
+// probabilities, `lse` (when given) receives each row's log-sum-exp; the arithmetic is the same.
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T, class Stat = compute_t<T>>
+void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const T* v, compute_t<T> scale,
+                                  Stat* lse = nullptr) {
   using F = compute_t<T>;
   F row[S];      // (S) scores, then exp, of row t
   F acc_out[D];  // (D) out_t
   for (std::size_t t = 0; t < S; ++t) {
     const T* q_t = q + t * Ld;  // (D)
-    T* att_t = att + t * S;     // (S)
     F max_score = scale * attention_dot<D>(q_t, k);
     row[0] = max_score;
     for (std::size_t t2 = 1; t2 <= t; ++t2) {
@@ -167,11 +169,13 @@ void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const 
     for (std::size_t i = 0; i < D; ++i) acc_out[i] = 0;
     for (std::size_t t2 = 0; t2 <= t; ++t2) {
       const F p = row[t2] * inv_sum;
-      att_t[t2] = T(p);
+      if (att) att[t * S + t2] = T(p);
       const T* v_t2 = v + t2 * Ld;  // (D)
       for (std::size_t i = 0; i < D; ++i) acc_out[i] += p * F(v_t2[i]);
     }
-    for (std::size_t t2 = t + 1; t2 < S; ++t2) att_t[t2] = T(0.0f);
+    if (att)
+      for (std::size_t t2 = t + 1; t2 < S; ++t2) att[t * S + t2] = T(0.0f);
+    if (lse) lse[t] = static_cast<Stat>(static_cast<acc_t<T>>(max_score) + std::log(sum));
     T* out_t = out + t * LdOut;  // (D)
     for (std::size_t i = 0; i < D; ++i) out_t[i] = T(acc_out[i]);
   }

@@ -7,8 +7,8 @@
 // (S, S) is kept, so the memory of attention grows with S, not S². Same packed layout, grouped-
 // query heads, scale and causal mask as ops/attention.hpp.
 //
-// On the host the forward is ops/attention.hpp's row loop (bit-identical output for f32 and f64;
-// bf16 and f16 the same float accumulation), the row's probabilities in a local row. The
+// On the host the forward is ops/attention.hpp's row loop itself (attention_forward_head_mixed
+// with no probabilities kept): the same output, bit for bit, in every type. The
 // backward runs per (batch, kv head): for each query head of the group and each query row it
 // recomputes the row's probabilities, adds dq_t, and accumulates the keys' dk and dv in local
 // f32 (compute type) rows, stored once at the end, so a thread owns everything it writes.
@@ -26,38 +26,6 @@
 namespace weft::ops {
 
 namespace detail {
-
-// One (batch, head) of the forward: out rows LdOut apart, lse (S) of this head.
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T, class Stat>
-void flash_forward_head(T* out, Stat* lse, const T* q, const T* k, const T* v, compute_t<T> scale) {
-  using F = compute_t<T>;
-  std::vector<F> row(S);  // scores, then exp, of row t
-  F acc_out[D];           // out_t
-  for (std::size_t t = 0; t < S; ++t) {
-    const T* q_t = q + t * Ld;
-    F max_score = scale * attention_dot<D>(q_t, k);
-    row[0] = max_score;
-    for (std::size_t t2 = 1; t2 <= t; ++t2) {
-      row[t2] = scale * attention_dot<D>(q_t, k + t2 * Ld);
-      if (row[t2] > max_score) max_score = row[t2];
-    }
-    acc_t<T> sum = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
-      row[t2] = std::exp(row[t2] - max_score);
-      sum += row[t2];
-    }
-    const F inv_sum = static_cast<F>(1 / sum);
-    for (std::size_t i = 0; i < D; ++i) acc_out[i] = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
-      const F p = row[t2] * inv_sum;
-      const T* v_t2 = v + t2 * Ld;
-      for (std::size_t i = 0; i < D; ++i) acc_out[i] += p * F(v_t2[i]);
-    }
-    T* out_t = out + t * LdOut;
-    for (std::size_t i = 0; i < D; ++i) out_t[i] = T(acc_out[i]);
-    lse[t] = static_cast<Stat>(static_cast<acc_t<T>>(max_score) + std::log(sum));
-  }
-}
 
 // One (batch, kv head) of the backward: the Group query heads that read it, in order. q, dq, out
 // and dout point at the group's first query head (heads D apart); lse at its first head's rows
@@ -125,9 +93,9 @@ void op_impl(flash_attention_forward_op<B, S, H, KVH, D>, const host_context&, T
     for (std::size_t h = 0; h < H; ++h) {
       const std::size_t kvh = h / dims::group;
       const T* base = qkv + b * S * ld;
-      detail::flash_forward_head<S, D, ld, ld_out>(out + b * S * ld_out + h * D, lse + (b * H + h) * S, base + h * D,
-                                                   base + dims::k_offset + kvh * D, base + dims::v_offset + kvh * D,
-                                                   scale);
+      detail::attention_forward_head_mixed<S, D, ld, ld_out>(
+          out + b * S * ld_out + h * D, static_cast<T*>(nullptr), base + h * D, base + dims::k_offset + kvh * D,
+          base + dims::v_offset + kvh * D, scale, lse + (b * H + h) * S);
     }
 }
 

@@ -327,12 +327,41 @@ void op_impl(ops::rope_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* d
   check(k::launch_rope_backward<B, S, H, KVH, D>(c.stream, dqkv_in, dqkv_out), "rope_backward");
 }
 
+// ---- attention keeping row statistics (ops/flash_attention.hpp; the flash_attention option) ----
+// bf16/f16 with head dims 16..128 (multiples of 16) and a 16-byte aligned qkv: the tensor-core
+// flash kernels (Δ borrowed from the context's scratch); otherwise the scalar flash kernels
+// (kernels/attention.hpp, one thread per query row), which take any element type.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, float* lse, const T* qkv) {
+  if constexpr (k::mma_attention_shape<T, D>) {
+    if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
+      check(k::launch_mma_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
+      return;
+    }
+  }
+  check(k::launch_flash_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
+}
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
+void op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, const T* dout,
+             const T* qkv, const T* out, const float* lse) {
+  if constexpr (k::mma_attention_shape<T, D>) {
+    if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
+      float* delta = c.borrow<float>(B * H * S, 0, "flash_attention_backward");  // Δ (B, H, S)
+      check(k::launch_mma_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, delta, dout, qkv, out, lse),
+            "flash_attention_backward");
+      return;
+    }
+  }
+  check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, out, lse),
+        "flash_attention_backward");
+}
+
 // ---- attention ----
-// Three bodies, one chosen per shape at compile time (and the same for forward and backward):
-//   * tensor-core flash attention (kernels/flash_attention.hpp), the default for bf16/f16 with a
-//     head dim that is a multiple of 16 up to 128: no (S, S) matrix is formed; `att` carries the
-//     row log-sum-exp (f32) and a copy of the output, and the backward recomputes the
-//     probabilities tile by tile (its Δ = Σ dout·out, f32, is borrowed from the context's scratch);
+// Three bodies, chosen per call (the shape at compile time, alignment and the environment at run
+// time; forward and backward always agree):
+//   * tensor-core flash attention, the default for bf16/f16 with a head dim that is a multiple of
+//     16 up to 128: the row-statistics op above, with `att` carrying the row log-sum-exp (f32) and
+//     a copy of the output; no (S, S) matrix is formed;
 //   * the cuBLASLt path (attention.cuh), the host op's contract: `att` keeps the probabilities,
 //     `scratch` receives d(scores). It takes every other shape (f32, other head dims), and every
 //     shape when the environment sets WEFT_CUDA_ATTENTION=cublas (read once, for comparisons);
@@ -401,8 +430,8 @@ template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::siz
 void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
   if constexpr (detail::mma_attention_eligible<B, S, H, D, T>) {
     if (detail::use_mma_attention<B, S, H, D>(att, qkv)) {
-      using kept = detail::flash_kept<B, S, H, D, T>;
-      check(k::launch_mma_attention_forward<B, S, H, KVH, D>(c.stream, out, kept::lse(att), qkv), "attention_forward");
+      using kept = detail::flash_kept<B, S, H, D, T>;  // the row-statistics op, then the output kept
+      op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D>{}, c, out, kept::lse(att), qkv);
       check(k::launch_copy(c.stream, kept::out(att), out, kept::out_elements), "attention_forward(keep output)");
       return;
     }
@@ -415,45 +444,14 @@ void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c,
   if constexpr (detail::mma_attention_eligible<B, S, H, D, T>) {
     if (detail::use_mma_attention<B, S, H, D>(att, qkv)) {
       using kept = detail::flash_kept<B, S, H, D, T>;
-      float* delta = c.borrow<float>(B * H * S, 0, "attention_backward");  // Δ (B, H, S)
-      check(k::launch_mma_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, delta, dout, qkv, kept::out(att),
-                                                              kept::lse(att)),
-            "attention_backward");
+      op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>{}, c, dqkv, dout, qkv, kept::out(att),
+              static_cast<const float*>(kept::lse(att)));
       return;
     }
   }
   attention_backward_tc<B, S, H, KVH, D>(c, dqkv, scratch, dout, qkv, att);
 }
 #endif
-
-// ---- attention keeping row statistics (ops/flash_attention.hpp; the flash_attention option) ----
-// bf16/f16 with head dims 16..128 (multiples of 16) and a 16-byte aligned qkv: the tensor-core
-// flash kernels (Δ borrowed from the context's scratch); otherwise the scalar flash kernels
-// (kernels/attention.hpp, one thread per query row), which take any element type.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, float* lse, const T* qkv) {
-  if constexpr (k::mma_attention_shape<T, D>) {
-    if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
-      check(k::launch_mma_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
-      return;
-    }
-  }
-  check(k::launch_flash_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
-}
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, const T* dout,
-             const T* qkv, const T* out, const float* lse) {
-  if constexpr (k::mma_attention_shape<T, D>) {
-    if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
-      float* delta = c.borrow<float>(B * H * S, 0, "flash_attention_backward");  // Δ (B, H, S)
-      check(k::launch_mma_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, delta, dout, qkv, out, lse),
-            "flash_attention_backward");
-      return;
-    }
-  }
-  check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, out, lse),
-        "flash_attention_backward");
-}
 
 // ---- fused softmax + cross-entropy: f32 losses ----
 template <std::size_t N, std::size_t V, device_element T>
