@@ -1,8 +1,8 @@
-// expect: weft::cuda::kernels::rope: the head dimension is odd
+// expect: weft::cuda::kernels::rope: the rotary dimension is odd, 0 or above the head dimension
 // Rotate-half pairs i with i + D/2: D = 15 has no halves.
 #include "weft/backend/cuda/kernels/rope.hpp"
 
 int main() {
-  weft::cuda::kernels::rope_kernel<1, 4, 2, 1, 15, float, false> k{};
+  weft::cuda::kernels::rope_kernel<1, 4, 2, 1, 15, 10000, 15, float, false> k{};
   (void)k;
 }

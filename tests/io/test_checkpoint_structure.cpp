@@ -107,6 +107,13 @@ TEST_CASE("structure text and hash tell builds apart that have the same tensors"
   // Sizes, heads, position encodings and tensor-parallel roles are part of it.
   CHECK(structure_of<attention<C, 2>>() != structure_of<attention<C, 4>>());
   CHECK(structure_of<attention<C, 4, 2, rope, false>>() != structure_of<attention<C, 4, 2, no_rope, false>>());
+  // the rotary base and the rotated dimensions change what attention computes; the default keeps its old text
+  CHECK(structure_of<attention<C, 4, 2, rotary<500000>, false>>() != structure_of<attention<C, 4, 2, rope, false>>());
+  CHECK(structure_of<attention<C, 4, 2, rotary<10000, 2>, false>>() != structure_of<attention<C, 4, 2, rope, false>>());
+  CHECK(structure_of<attention<C, 4, 2, rotary<10000, C / 4>, false>>() == structure_of<attention<C, 4, 2, rope, false>>());
+  CHECK(structure_of<causal_attention<4, 2, 8, rope>>() == "causal_attention(heads=4,kv_heads=2,head_size=8,rope)[64->32]{}");
+  CHECK(structure_of<causal_attention<4, 2, 8, rotary<500000, 4>>>() ==
+        "causal_attention(heads=4,kv_heads=2,head_size=8,rope(base=500000,dims=4))[64->32]{}");
   CHECK(structure_of<linear<C, C, role::column>>() != structure_of<linear<C, C, role::row>>());
   CHECK(structure_of<layernorm<C>>() != structure_of<bias_free_layernorm<C>>());
   // Recomputation changes what is kept, not what is computed.

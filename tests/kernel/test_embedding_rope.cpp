@@ -34,13 +34,15 @@ template <std::size_t B, std::size_t S, std::size_t C>
 void ref_positional_backward(double* dwpe, const double* dout) {
   weft::ops::positional_backward<B, S, C>(weft::host_context{}, dwpe, dout);
 }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
+          std::size_t R = D>
 void ref_rope_forward(double* out, const double* in) {
-  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out, in);
+  weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(weft::host_context{}, out, in);
 }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
+          std::size_t R = D>
 void ref_rope_backward(double* din, const double* dout) {
-  weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, din, dout);
+  weft::ops::rope_backward<B, S, H, KVH, D, Base, R>(weft::host_context{}, din, dout);
 }
 
 const auto emulate = [](const auto& kernel) { k::emulate_launch(kernel); };
@@ -141,25 +143,36 @@ TEMPLATE_TEST_CASE("token + position embedding forward and deterministic backwar
   for (std::size_t i = 0; i < dwte.size(); ++i) REQUIRE(std::memcmp(&dwte[i], &dwte2[i], sizeof(T)) == 0);
 }
 
-TEMPLATE_TEST_CASE("rotary embedding forward (in place and out of place) and backward", "[kernel][rope]", float,
-                   bf16) {
-  using T = TestType;
-  constexpr std::size_t B = 2, S = 300, H = 4, KVH = 2, D = 16, W = (H + 2 * KVH) * D;
-  std::mt19937 rng(70);
+// One rotary configuration: forward out of place and in place, backward accumulating.
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
+          std::size_t R = D>
+void check_rope_kernels(unsigned seed) {
+  constexpr std::size_t W = (H + 2 * KVH) * D;
+  std::mt19937 rng(seed);
   auto in = kcheck::random<T>(B * S * W, rng);
   const auto rin = kcheck::widen(in);
   std::vector<T> out(B * S * W);
-  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D>(out.data(), in.data()));
+  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D, Base, R>(out.data(), in.data()));
   std::vector<double> rout(B * S * W);
-  ref_rope_forward<B, S, H, KVH, D>(rout.data(), rin.data());
+  ref_rope_forward<B, S, H, KVH, D, Base, R>(rout.data(), rin.data());
   kcheck::check("rope_forward", out, rout, 4);
   auto inplace = in;
-  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D>(inplace.data(), inplace.data()));
+  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D, Base, R>(inplace.data(), inplace.data()));
   kcheck::check("rope_forward in place", inplace, rout, 4);
 
   auto dout = kcheck::random<T>(B * S * W, rng), din = kcheck::random<T>(B * S * W, rng);
   auto rdin = kcheck::widen(din);
-  k::emulate_launch(k::make_rope_backward<B, S, H, KVH, D>(din.data(), dout.data()));
-  ref_rope_backward<B, S, H, KVH, D>(rdin.data(), kcheck::widen(dout).data());
+  k::emulate_launch(k::make_rope_backward<B, S, H, KVH, D, Base, R>(din.data(), dout.data()));
+  ref_rope_backward<B, S, H, KVH, D, Base, R>(rdin.data(), kcheck::widen(dout).data());
   kcheck::check("rope_backward", din, rdin, 4);
+}
+
+TEMPLATE_TEST_CASE("rotary embedding forward (in place and out of place) and backward", "[kernel][rope]", float,
+                   bf16) {
+  SECTION("LLaMA's base 10000, whole head") { check_rope_kernels<TestType, 2, 300, 4, 2, 16>(70); }
+  SECTION("LLaMA 3's base 500000") { check_rope_kernels<TestType, 2, 300, 4, 2, 16, 500000>(71); }
+  SECTION("partial rotary: 6 of 16 (unrotated tails pass through)") {
+    check_rope_kernels<TestType, 2, 37, 4, 2, 16, 10000, 6>(72);
+  }
+  SECTION("partial rotary, multi-query, base 1000000") { check_rope_kernels<TestType, 1, 50, 3, 1, 8, 1000000, 4>(73); }
 }

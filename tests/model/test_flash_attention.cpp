@@ -125,6 +125,17 @@ TEST_CASE("llama (rope, grouped kv) with flash_attention: keeps row statistics, 
   check_model<tiny_llama>();
 }
 
+TEST_CASE("llama with rope_theta 500000 and flash_attention: trains as the probabilities model", "[model][attention]") {
+  using theta_llama =
+      llama<llama_config<vocab<13>, context<16>, width<16>, heads<4>, kv_heads<2>, depth<3>, ffn<24>, rope_theta<500000>>>;
+  STATIC_REQUIRE(theta_llama::config::rope_theta == 500000);
+  check_model<theta_llama>();
+  // the base reaches the layers: the same weights and tokens give another loss than base 10000
+  const run_result theta = train<plan_of<theta_llama, none>>(2), base = train<plan_of<tiny_llama, none>>(2);
+  CHECK(theta.losses[0] != base.losses[0]);
+  CHECK(std::fabs(theta.losses[0] - base.losses[0]) < 1e-2 * base.losses[0]);  // a small change of positions only
+}
+
 TEST_CASE("flash_attention maps every causal_attention, also as a plan option and under tensor parallelism",
           "[model][attention]") {
   STATIC_REQUIRE(std::is_same_v<with_recompute_t<causal_attention<2, 1, 4>, none, true>, flash_attention_core<2, 1, 4>>);

@@ -29,48 +29,55 @@ std::vector<T> random_vector(std::size_t n, std::uint64_t seed, double lo = -1.0
 }
 
 // ---- HF-style reference ----
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+// GPT-NeoX / HF form with a base and a rotary dimension R (R = D: LLaMA's whole head): the first R
+// elements of each q and k head rotate with cos/sin of width R, the rest pass through.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
+          std::size_t R = D, class T>
 std::vector<long double> reference_forward(const std::vector<T>& qkv) {
   using sz = sizes<B, S, H, KVH, D>;
-  std::vector<long double> out(qkv.begin(), qkv.end());  // v heads stay as they are
+  std::vector<long double> out(qkv.begin(), qkv.end());  // v heads and unrotated tails stay as they are
   for (std::size_t b = 0; b < B; ++b) {
     for (std::size_t s = 0; s < S; ++s) {
-      // emb = cat(freqs, freqs); freqs[i] = pos / 10000^(2i/D)
-      std::vector<long double> cos_d(D), sin_d(D);
-      for (std::size_t j = 0; j < D; ++j) {
-        const std::size_t i = j % (D / 2);
-        const long double f = static_cast<long double>(s) / std::pow(10000.0L, (2.0L * i) / D);
+      // emb = cat(freqs, freqs); freqs[i] = pos / Base^(2i/R)
+      std::vector<long double> cos_d(R), sin_d(R);
+      for (std::size_t j = 0; j < R; ++j) {
+        const std::size_t i = j % (R / 2);
+        const long double f = static_cast<long double>(s) / std::pow(static_cast<long double>(Base), (2.0L * i) / R);
         cos_d[j] = std::cos(f);
         sin_d[j] = std::sin(f);
       }
       for (std::size_t head = 0; head < H + KVH; ++head) {
         const std::size_t base = (b * S + s) * sz::width + head * D;
-        std::vector<long double> x(D), rot(D);
-        for (std::size_t j = 0; j < D; ++j) x[j] = qkv[base + j];
-        for (std::size_t j = 0; j < D / 2; ++j) {
-          rot[j] = -x[j + D / 2];
-          rot[j + D / 2] = x[j];
+        std::vector<long double> x(R), rot(R);
+        for (std::size_t j = 0; j < R; ++j) x[j] = qkv[base + j];
+        for (std::size_t j = 0; j < R / 2; ++j) {
+          rot[j] = -x[j + R / 2];
+          rot[j + R / 2] = x[j];
         }
-        for (std::size_t j = 0; j < D; ++j) out[base + j] = x[j] * cos_d[j] + rot[j] * sin_d[j];
+        for (std::size_t j = 0; j < R; ++j) out[base + j] = x[j] * cos_d[j] + rot[j] * sin_d[j];
       }
     }
   }
   return out;
 }
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
+          std::size_t R = D>
 void check_forward_against_reference(std::uint64_t seed) {
   using sz = sizes<B, S, H, KVH, D>;
   const auto in = random_vector<double>(sz::qkv, seed, -2.0, 2.0);
   std::vector<double> out(sz::qkv, -7.0);
-  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), in.data());
-  const auto ref = reference_forward<B, S, H, KVH, D>(in);
+  weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(weft::host_context{}, out.data(), in.data());
+  const auto ref = reference_forward<B, S, H, KVH, D, Base, R>(in);
   long double err = 0;
   for (std::size_t i = 0; i < sz::qkv; ++i) err = std::max(err, std::fabs(out[i] - ref[i]));
   CHECK(err < 1e-14L);
-  // v heads are copied bit for bit
-  for (std::size_t n = 0; n < B * S; ++n)
+  // v heads and the unrotated tails are copied bit for bit
+  for (std::size_t n = 0; n < B * S; ++n) {
     for (std::size_t j = (H + KVH) * D; j < sz::width; ++j) REQUIRE(out[n * sz::width + j] == in[n * sz::width + j]);
+    for (std::size_t head = 0; head < H + KVH; ++head)
+      for (std::size_t j = R; j < D; ++j) REQUIRE(out[n * sz::width + head * D + j] == in[n * sz::width + head * D + j]);
+  }
 }
 
 double dot(const double* a, const double* b, std::size_t n) {
@@ -85,6 +92,25 @@ TEST_CASE("rope forward matches the HF rotate-half reference", "[ops][rope]") {
   SECTION("grouped-query") { check_forward_against_reference<2, 7, 4, 2, 8>(11); }
   SECTION("multi-query, D = 2") { check_forward_against_reference<1, 5, 3, 1, 2>(12); }
   SECTION("large enough to run in parallel") { check_forward_against_reference<2, 128, 4, 2, 16>(13); }
+  SECTION("LLaMA 3's base 500000") { check_forward_against_reference<2, 40, 4, 2, 16, 500000>(14); }
+  SECTION("Qwen 2's base 1000000, multi-query") { check_forward_against_reference<1, 33, 4, 1, 8, 1000000>(15); }
+  SECTION("partial rotary: 4 of 8 (GPT-NeoX rotary_pct 0.5)") { check_forward_against_reference<2, 9, 4, 2, 8, 10000, 4>(16); }
+  SECTION("partial rotary: 6 of 16 with base 500000") { check_forward_against_reference<2, 17, 2, 1, 16, 500000, 6>(17); }
+  SECTION("partial rotary in parallel") { check_forward_against_reference<2, 128, 4, 2, 16, 10000, 2>(18); }
+}
+
+TEST_CASE("rope's base changes every angle but position 0's", "[ops][rope]") {
+  constexpr std::size_t B = 1, S = 8, H = 2, KVH = 1, D = 8;
+  using sz = sizes<B, S, H, KVH, D>;
+  const auto in = random_vector<double>(sz::qkv, 19);
+  std::vector<double> a(sz::qkv), b(sz::qkv);
+  weft::ops::rope_forward<B, S, H, KVH, D>(weft::host_context{}, a.data(), in.data());
+  weft::ops::rope_forward<B, S, H, KVH, D, 500000>(weft::host_context{}, b.data(), in.data());
+  for (std::size_t j = 0; j < sz::width; ++j) REQUIRE(a[j] == b[j]);  // position 0: the identity in both
+  // at position 1 the first pair turns by 1 rad in both (i = 0: Base^0), the others by less with the larger base
+  const std::size_t row1 = sz::width;
+  REQUIRE(a[row1 + 0] == Approx(b[row1 + 0]).margin(1e-15));
+  REQUIRE(std::fabs(a[row1 + 1] - b[row1 + 1]) > 1e-3);
 }
 
 TEST_CASE("rope preserves the norm of every rotated pair", "[ops][rope]") {
@@ -194,6 +220,28 @@ TEST_CASE("rope backward inverts the forward and accumulates", "[ops][rope]") {
     weft::ops::rope_backward<B, S, H, KVH, D>(weft::host_context{}, back.data(), y.data());
     for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(back[i] == Approx(prior[i] + x[i]).margin(1e-14));
   }
+}
+
+TEST_CASE("partial rotary: backward is the forward's transpose, in place equals out of place", "[ops][rope]") {
+  constexpr std::size_t B = 2, S = 7, H = 4, KVH = 2, D = 12, Base = 500000, R = 8;
+  using sz = sizes<B, S, H, KVH, D>;
+  const auto x = random_vector<double>(sz::qkv, 63);
+  const auto g = random_vector<double>(sz::qkv, 64);
+  std::vector<double> y(sz::qkv);
+  weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(weft::host_context{}, y.data(), x.data());
+  auto z = x;
+  weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(weft::host_context{}, z.data(), z.data());
+  for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(z[i] == y[i]);
+  // <g, rope(x)> == <rope^T(g), x> for a linear map, and rope^T(rope(x)) == x for an orthogonal one
+  const auto prior = random_vector<double>(sz::qkv, 65);
+  auto dx = prior;
+  weft::ops::rope_backward<B, S, H, KVH, D, Base, R>(weft::host_context{}, dx.data(), g.data());
+  std::vector<double> gt(sz::qkv);
+  for (std::size_t i = 0; i < sz::qkv; ++i) gt[i] = dx[i] - prior[i];
+  REQUIRE(dot(g.data(), y.data(), sz::qkv) == Approx(dot(gt.data(), x.data(), sz::qkv)).epsilon(1e-13));
+  std::vector<double> back(sz::qkv, 0.0);
+  weft::ops::rope_backward<B, S, H, KVH, D, Base, R>(weft::host_context{}, back.data(), y.data());
+  for (std::size_t i = 0; i < sz::qkv; ++i) REQUIRE(back[i] == Approx(x[i]).margin(1e-14));
 }
 
 TEST_CASE("rope forward works in place", "[ops][rope]") {

@@ -19,8 +19,10 @@ template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope>
 struct causal_attention : stateless_layer {
   static constexpr bool sizes_positive = diag::at_least<H, 1> && diag::at_least<KVH, 1> && diag::at_least<D, 1>;
   static_assert(sizes_positive, "weft::causal_attention: heads, kv_heads or the head size is 0. Give each at least 1.");
-  static constexpr bool head_size_even_for_rope = !PosEnc::enabled || diag::divisible<D, 2>;
+  static constexpr bool head_size_even_for_rope = !PosEnc::enabled || diag::divisible<PosEnc::template dims<D>, 2> || PosEnc::template dims<D> != D;
   static_assert(head_size_even_for_rope, "weft::causal_attention: the head size is odd, but rotary embeddings rotate pairs of it. Use an even head size (width / heads) with rope, or no_rope.");
+  static constexpr bool rotary_dims_fit = !PosEnc::enabled || PosEnc::template dims<D> == D || PosEnc::template fits<D>;
+  static_assert(rotary_dims_fit, "weft::causal_attention: the rotary dimensions of rotary<Base, Dims> are odd or exceed the head size. Choose an even Dims of at most the head size (width / heads), or 0 to rotate the whole head.");
   static constexpr bool kv_divides = diag::divisible<H, (KVH > 0 ? KVH : 1)>;  // KVH = 0: reported above
   static_assert(kv_divides, "weft::causal_attention: heads is not divisible by kv_heads. Choose kv_heads that divides heads.");
   static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;
@@ -40,7 +42,7 @@ struct causal_attention : stateless_layer {
     auto* probs = f.kept;  // (batch, heads, seq, seq)
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept + probs_count<B, S>;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
+      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
       ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, rotated));
     } else {
@@ -61,7 +63,7 @@ struct causal_attention : stateless_layer {
       ops::zero(f.ctx, drot);
       ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
                                                view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
-      ops::rope_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), drot);
+      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
       ops::attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
                                                view<B * S, out_width>(f, dout), view<B * S, qkv_width>(f, in),

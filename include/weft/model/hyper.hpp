@@ -18,6 +18,7 @@ struct heads_tag {};
 struct kv_heads_tag {};
 struct depth_tag {};
 struct ffn_tag {};
+struct rope_theta_tag {};
 
 // Value of the first tag of kind `Tag` in `Ts`, else `Default`; `count` says how many there are.
 template <class Tag, std::size_t Default, class... Ts>
@@ -46,5 +47,8 @@ template <std::size_t N> struct kv_heads : detail::size_tag<detail::kv_heads_tag
 template <std::size_t N> struct depth : detail::size_tag<detail::depth_tag, N> {};
 /// Hidden width of the MLP.
 template <std::size_t N> struct ffn : detail::size_tag<detail::ffn_tag, N> {};
+/// Base of the rotary embedding's angles (Hugging Face configs' `rope_theta`; 10000 by default,
+/// 500000 for LLaMA 3).
+template <std::size_t N> struct rope_theta : detail::size_tag<detail::rope_theta_tag, N> {};
 
 }  // namespace weft

@@ -32,6 +32,7 @@ struct llama_config {
   static constexpr std::size_t kv_heads = detail::find_tag<detail::kv_heads_tag, heads, Tags...>::value;
   static constexpr std::size_t depth = detail::find_tag<detail::depth_tag, 0, Tags...>::value;
   static constexpr std::size_t ffn = detail::find_tag<detail::ffn_tag, (8 * width / 3 + 63) / 64 * 64, Tags...>::value;
+  static constexpr std::size_t rope_theta = detail::find_tag<detail::rope_theta_tag, 10000, Tags...>::value;
 
   static constexpr bool all_given = vocab_size > 0 && context_length > 0 && width > 0 && heads > 0 && kv_heads > 0 && depth > 0;
   static_assert(all_given, "weft::llama_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
@@ -41,12 +42,14 @@ struct llama_config {
   static_assert(heads_divisible_by_kv_heads, "weft::llama_config: heads is not divisible by kv_heads. Choose kv_heads that divides heads (each kv head serves heads / kv_heads query heads).");
   static constexpr bool head_size_even = diag::divisible<(heads > 0 ? width / heads : 0), 2>;
   static_assert(head_size_even, "weft::llama_config: the head size (width / heads) is odd, but rotary embeddings rotate pairs. Choose width and heads so that width / heads is even.");
+  static constexpr bool rope_theta_valid = rope_theta >= 2;
+  static_assert(rope_theta_valid, "weft::llama_config: rope_theta is below 2. Give the model's rope_theta<> (10000 for LLaMA 2, 500000 for LLaMA 3), or leave it out for 10000.");
   /// What the blocks are built with: after a failed check above, shapes that pass the layers'
   /// own checks (so that they do not report the same mistake again).
   static constexpr bool shape_ok = width_divisible_by_heads && heads_divisible_by_kv_heads && head_size_even;
   static constexpr std::size_t block_heads = shape_ok ? heads : 1;
   static constexpr std::size_t block_kv_heads = shape_ok ? kv_heads : 1;
-  using block_position = std::conditional_t<shape_ok, rope, no_rope>;
+  using block_position = std::conditional_t<shape_ok, rotary<rope_theta_valid ? rope_theta : 10000>, no_rope>;
 };
 
 namespace detail {

@@ -96,7 +96,13 @@ template <std::size_t H, std::size_t KVH, std::size_t D, class Pos>
 struct structure_leaf_kind<causal_attention<H, KVH, D, Pos>> {
   static std::string text() {
     return cat("causal_attention(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH), ",head_size=",
-               std::to_string(D), Pos::enabled ? ",rope)" : ",no_rope)");
+               std::to_string(D), position_text());
+  }
+  // The default rope keeps its historical text, so earlier checkpoints' structures still match.
+  static std::string position_text() {
+    if constexpr (!Pos::enabled) return ",no_rope)";
+    else if constexpr (Pos::base == 10000 && Pos::template dims<D> == D) return ",rope)";
+    else return cat(",rope(base=", std::to_string(Pos::base), ",dims=", std::to_string(Pos::template dims<D>), "))");
   }
 };
 template <std::size_t H, std::size_t KVH, std::size_t D>
