@@ -53,6 +53,7 @@ void llama(cudaStream_t s) {
   k::launch_rope_backward<B, S, H, KVH, D>(s, a, b);
   k::launch_rope_forward<B, S, H, KVH, D, 500000>(s, a, b);  // LLaMA 3's base
   k::launch_rope_backward<B, S, H, KVH, D, 10000, D / 4>(s, a, b);  // partial rotary
+  k::launch_rope_forward<B, S, H, KVH, D, 500000, D, weft::llama3_rope_scaling<8>>(s, a, b);  // LLaMA 3.1
   k::launch_swiglu_forward<N, F>(s, a, b);
   k::launch_swiglu_backward<N, F>(s, a, b, c);
   k::launch_flash_attention_forward<B, S, H, KVH, D>(s, a, f, b);

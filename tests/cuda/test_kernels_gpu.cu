@@ -61,8 +61,8 @@ template <std::size_t N, std::size_t C> void ref_layernorm_forward(double* o, do
 template <std::size_t N, std::size_t C> void ref_layernorm_backward(double* di, double* dw, double* db, const double* g, const double* i, const double* w, const double* m, const double* r) { weft::ops::layernorm_backward<N, C>(host, di, dw, db, g, i, w, m, r); }
 template <std::size_t N, std::size_t C> void ref_rmsnorm_forward(double* o, double* r, const double* i, const double* w) { weft::ops::rmsnorm_forward<N, C>(host, o, r, i, w); }
 template <std::size_t N, std::size_t C> void ref_rmsnorm_backward(double* di, double* dw, const double* g, const double* i, const double* w, const double* r) { weft::ops::rmsnorm_backward<N, C>(host, di, dw, g, i, w, r); }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000, std::size_t R = D> void ref_rope_forward(double* o, const double* i) { weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(host, o, i); }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000, std::size_t R = D> void ref_rope_backward(double* d, const double* g) { weft::ops::rope_backward<B, S, H, KVH, D, Base, R>(host, d, g); }
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000, std::size_t R = D, class Sc = weft::no_rope_scaling> void ref_rope_forward(double* o, const double* i) { weft::ops::rope_forward<B, S, H, KVH, D, Base, R, Sc>(host, o, i); }
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000, std::size_t R = D, class Sc = weft::no_rope_scaling> void ref_rope_backward(double* d, const double* g) { weft::ops::rope_backward<B, S, H, KVH, D, Base, R, Sc>(host, d, g); }
 template <std::size_t N, std::size_t V> void ref_cross_entropy_eval(double* l, const double* z, const std::int32_t* t) { weft::ops::softmax_cross_entropy_forward<N, V>(host, l, z, t); }
 template <std::size_t N, std::size_t V> void ref_cross_entropy(double* l, double* z, const std::int32_t* t, double s) { weft::ops::softmax_cross_entropy_forward_backward<N, V>(host, l, z, t, s); }
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D> void ref_attention_forward(double* o, double* a, const double* q) { weft::ops::attention_forward<B, S, H, KVH, D>(host, o, a, q); }
@@ -285,6 +285,11 @@ void embedding_rope_cases(std::mt19937& rng) {
   launched(k::launch_rope_backward<B, S, H, KVH, D, Base, R>(nullptr, ddq.p, dqin.p), "rope_backward (base, partial)");
   ref_rope_backward<B, S, H, KVH, D, Base, R>(rdq.data(), widen(q).data());
   check("rope_backward (base 500000, partial)", ddq.get(), rdq, 4);
+  // LLaMA 3.1's frequency scaling over the whole head
+  using sc = weft::llama3_rope_scaling<8>;
+  launched(k::launch_rope_forward<B, S, H, KVH, D, Base, D, sc>(nullptr, dqout.p, dqin.p), "rope_forward (llama3 scaling)");
+  ref_rope_forward<B, S, H, KVH, D, Base, D, sc>(rr.data(), widen(q).data());
+  check("rope_forward (llama3 scaling)", dqout.get(), rr, 4);
 }
 
 template <class T>

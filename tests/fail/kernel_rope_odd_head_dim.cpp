@@ -3,6 +3,6 @@
 #include "weft/backend/cuda/kernels/rope.hpp"
 
 int main() {
-  weft::cuda::kernels::rope_kernel<1, 4, 2, 1, 15, 10000, 15, float, false> k{};
+  weft::cuda::kernels::rope_kernel<1, 4, 2, 1, 15, 10000, 15, weft::no_rope_scaling, float, false> k{};
   (void)k;
 }

@@ -35,14 +35,14 @@ void ref_positional_backward(double* dwpe, const double* dout) {
   weft::ops::positional_backward<B, S, C>(weft::host_context{}, dwpe, dout);
 }
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
+          std::size_t R = D, class Scaling = weft::no_rope_scaling>
 void ref_rope_forward(double* out, const double* in) {
-  weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(weft::host_context{}, out, in);
+  weft::ops::rope_forward<B, S, H, KVH, D, Base, R, Scaling>(weft::host_context{}, out, in);
 }
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
+          std::size_t R = D, class Scaling = weft::no_rope_scaling>
 void ref_rope_backward(double* din, const double* dout) {
-  weft::ops::rope_backward<B, S, H, KVH, D, Base, R>(weft::host_context{}, din, dout);
+  weft::ops::rope_backward<B, S, H, KVH, D, Base, R, Scaling>(weft::host_context{}, din, dout);
 }
 
 const auto emulate = [](const auto& kernel) { k::emulate_launch(kernel); };
@@ -145,25 +145,25 @@ TEMPLATE_TEST_CASE("token + position embedding forward and deterministic backwar
 
 // One rotary configuration: forward out of place and in place, backward accumulating.
 template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
+          std::size_t R = D, class Scaling = weft::no_rope_scaling>
 void check_rope_kernels(unsigned seed) {
   constexpr std::size_t W = (H + 2 * KVH) * D;
   std::mt19937 rng(seed);
   auto in = kcheck::random<T>(B * S * W, rng);
   const auto rin = kcheck::widen(in);
   std::vector<T> out(B * S * W);
-  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D, Base, R>(out.data(), in.data()));
+  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D, Base, R, Scaling>(out.data(), in.data()));
   std::vector<double> rout(B * S * W);
-  ref_rope_forward<B, S, H, KVH, D, Base, R>(rout.data(), rin.data());
+  ref_rope_forward<B, S, H, KVH, D, Base, R, Scaling>(rout.data(), rin.data());
   kcheck::check("rope_forward", out, rout, 4);
   auto inplace = in;
-  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D, Base, R>(inplace.data(), inplace.data()));
+  k::emulate_launch(k::make_rope_forward<B, S, H, KVH, D, Base, R, Scaling>(inplace.data(), inplace.data()));
   kcheck::check("rope_forward in place", inplace, rout, 4);
 
   auto dout = kcheck::random<T>(B * S * W, rng), din = kcheck::random<T>(B * S * W, rng);
   auto rdin = kcheck::widen(din);
-  k::emulate_launch(k::make_rope_backward<B, S, H, KVH, D, Base, R>(din.data(), dout.data()));
-  ref_rope_backward<B, S, H, KVH, D, Base, R>(rdin.data(), kcheck::widen(dout).data());
+  k::emulate_launch(k::make_rope_backward<B, S, H, KVH, D, Base, R, Scaling>(din.data(), dout.data()));
+  ref_rope_backward<B, S, H, KVH, D, Base, R, Scaling>(rdin.data(), kcheck::widen(dout).data());
   kcheck::check("rope_backward", din, rdin, 4);
 }
 
@@ -175,4 +175,7 @@ TEMPLATE_TEST_CASE("rotary embedding forward (in place and out of place) and bac
     check_rope_kernels<TestType, 2, 37, 4, 2, 16, 10000, 6>(72);
   }
   SECTION("partial rotary, multi-query, base 1000000") { check_rope_kernels<TestType, 1, 50, 3, 1, 8, 1000000, 4>(73); }
+  SECTION("LLaMA 3.1's frequency scaling, every band") {
+    check_rope_kernels<TestType, 1, 300, 2, 1, 16, 500000, 16, weft::llama3_rope_scaling<8>>(74);
+  }
 }

@@ -136,6 +136,18 @@ TEST_CASE("llama with rope_theta 500000 and flash_attention: trains as the proba
   CHECK(std::fabs(theta.losses[0] - base.losses[0]) < 1e-2 * base.losses[0]);  // a small change of positions only
 }
 
+TEST_CASE("llama with LLaMA 3.1's frequency scaling and flash_attention: trains as the probabilities model",
+          "[model][attention]") {
+  // an original context of 16 puts the 4-wide heads' second frequency (wavelength ~4400) past it: slowed 8 times
+  using scaled_llama = llama<llama_config<vocab<13>, context<16>, width<16>, heads<4>, kv_heads<2>, depth<3>, ffn<24>,
+                                          rope_theta<500000>, rope_scaling<llama3_rope_scaling<8, 1, 4, 16>>>>;
+  using theta_llama =
+      llama<llama_config<vocab<13>, context<16>, width<16>, heads<4>, kv_heads<2>, depth<3>, ffn<24>, rope_theta<500000>>>;
+  check_model<scaled_llama>();
+  const run_result scaled = train<plan_of<scaled_llama, none>>(1), theta = train<plan_of<theta_llama, none>>(1);
+  CHECK(scaled.losses[0] != theta.losses[0]);
+}
+
 TEST_CASE("flash_attention maps every causal_attention, also as a plan option and under tensor parallelism",
           "[model][attention]") {
   STATIC_REQUIRE(std::is_same_v<with_recompute_t<causal_attention<2, 1, 4>, none, true>, flash_attention_core<2, 1, 4>>);

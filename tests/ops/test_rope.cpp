@@ -31,9 +31,25 @@ std::vector<T> random_vector(std::size_t n, std::uint64_t seed, double lo = -1.0
 // ---- HF-style reference ----
 // GPT-NeoX / HF form with a base and a rotary dimension R (R = D: LLaMA's whole head): the first R
 // elements of each q and k head rotate with cos/sin of width R, the rest pass through.
+// HF's _compute_llama3_parameters on one inverse frequency (factor 0: no scaling).
+struct llama3_reference {
+  long double factor = 0, low = 1, high = 4, original = 8192;
+  long double operator()(long double inv_freq) const {
+    if (factor == 0) return inv_freq;
+    const long double pi = 3.14159265358979323846264338327950288L;
+    const long double wavelen = 2 * pi / inv_freq;
+    const long double low_wavelen = original / low, high_wavelen = original / high;
+    long double llama = wavelen > low_wavelen ? inv_freq / factor : inv_freq;
+    const long double smooth = (original / wavelen - low) / (high - low);
+    const long double smoothed = (1 - smooth) * llama / factor + smooth * llama;
+    const bool medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+    return medium ? smoothed : llama;
+  }
+};
+
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
           std::size_t R = D, class T>
-std::vector<long double> reference_forward(const std::vector<T>& qkv) {
+std::vector<long double> reference_forward(const std::vector<T>& qkv, llama3_reference scale = {}) {
   using sz = sizes<B, S, H, KVH, D>;
   std::vector<long double> out(qkv.begin(), qkv.end());  // v heads and unrotated tails stay as they are
   for (std::size_t b = 0; b < B; ++b) {
@@ -42,7 +58,7 @@ std::vector<long double> reference_forward(const std::vector<T>& qkv) {
       std::vector<long double> cos_d(R), sin_d(R);
       for (std::size_t j = 0; j < R; ++j) {
         const std::size_t i = j % (R / 2);
-        const long double f = static_cast<long double>(s) / std::pow(static_cast<long double>(Base), (2.0L * i) / R);
+        const long double f = static_cast<long double>(s) * scale(1 / std::pow(static_cast<long double>(Base), (2.0L * i) / R));
         cos_d[j] = std::cos(f);
         sin_d[j] = std::sin(f);
       }
@@ -62,13 +78,13 @@ std::vector<long double> reference_forward(const std::vector<T>& qkv) {
 }
 
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
-void check_forward_against_reference(std::uint64_t seed) {
+          std::size_t R = D, class Scaling = weft::no_rope_scaling>
+void check_forward_against_reference(std::uint64_t seed, llama3_reference scale = {}) {
   using sz = sizes<B, S, H, KVH, D>;
   const auto in = random_vector<double>(sz::qkv, seed, -2.0, 2.0);
   std::vector<double> out(sz::qkv, -7.0);
-  weft::ops::rope_forward<B, S, H, KVH, D, Base, R>(weft::host_context{}, out.data(), in.data());
-  const auto ref = reference_forward<B, S, H, KVH, D, Base, R>(in);
+  weft::ops::rope_forward<B, S, H, KVH, D, Base, R, Scaling>(weft::host_context{}, out.data(), in.data());
+  const auto ref = reference_forward<B, S, H, KVH, D, Base, R>(in, scale);
   long double err = 0;
   for (std::size_t i = 0; i < sz::qkv; ++i) err = std::max(err, std::fabs(out[i] - ref[i]));
   CHECK(err < 1e-14L);
@@ -97,6 +113,25 @@ TEST_CASE("rope forward matches the HF rotate-half reference", "[ops][rope]") {
   SECTION("partial rotary: 4 of 8 (GPT-NeoX rotary_pct 0.5)") { check_forward_against_reference<2, 9, 4, 2, 8, 10000, 4>(16); }
   SECTION("partial rotary: 6 of 16 with base 500000") { check_forward_against_reference<2, 17, 2, 1, 16, 500000, 6>(17); }
   SECTION("partial rotary in parallel") { check_forward_against_reference<2, 128, 4, 2, 16, 10000, 2>(18); }
+  // base 500000 over 16: wavelengths from 6 to ~10^5, so every band of the scaling is crossed
+  SECTION("LLaMA 3.1's frequency scaling") {
+    check_forward_against_reference<1, 300, 2, 1, 16, 500000, 16, weft::llama3_rope_scaling<8>>(20, {8, 1, 4, 8192});
+  }
+  SECTION("LLaMA 3.2's, a small original context") {
+    check_forward_against_reference<2, 40, 4, 2, 8, 500000, 8, weft::llama3_rope_scaling<32, 1, 4, 64>>(21,
+                                                                                                     {32, 1, 4, 64});
+  }
+}
+
+TEST_CASE("LLaMA 3.1's frequency scaling keeps high, slows low and blends the band between", "[ops][rope]") {
+  using sc = weft::llama3_rope_scaling<8>;  // low 1, high 4, original context 8192
+  constexpr double pi = 3.141592653589793;
+  STATIC_REQUIRE(sc::apply(1.0) == 1.0);                                    // wavelength 2π
+  STATIC_REQUIRE(sc::apply(2 * pi / 2000.0) == 2 * pi / 2000.0);            // under 8192 / 4
+  STATIC_REQUIRE(sc::apply(2 * pi / 10000.0) == 2 * pi / 10000.0 / 8);      // over 8192 / 1
+  constexpr double mid = 2 * pi / 4096.0, smooth = (8192.0 / 4096.0 - 1) / 3;  // 1/3 of the way
+  REQUIRE(sc::apply(mid) == Approx((1 - smooth) * mid / 8 + smooth * mid).epsilon(1e-15));
+  STATIC_REQUIRE(weft::no_rope_scaling::apply(0.25) == 0.25);
 }
 
 TEST_CASE("rope's base changes every angle but position 0's", "[ops][rope]") {

@@ -99,10 +99,14 @@ using gpt2_124m = gpt<gpt_config<vocab<50257>, context<1024>, width<768>, heads<
 using tiny_llama = llama<llama_config<vocab<32000>, context<2048>, width<2048>, heads<32>, kv_heads<4>, depth<22>>>;
 using llama3_8b = llama<llama_config<vocab<128256>, context<8192>, width<4096>, heads<32>, kv_heads<8>, depth<32>,
                                      ffn<14336>, rope_theta<500000>>>;
+using llama31_8b = llama<llama_config<vocab<128256>, context<131072>, width<4096>, heads<32>, kv_heads<8>, depth<32>,
+                                      ffn<14336>, rope_theta<500000>, rope_scaling<llama3_rope_scaling<8>>>>;
 // example-end ready-models
 static_assert(llama3_8b::param_count == 8030261248);  // Meta-Llama-3-8B as Hugging Face counts it
 static_assert(llama3_8b::config::rope_theta == 500000 && tiny_llama::config::rope_theta == 10000);
 static_assert(std::is_same_v<typename llama3_8b::config::block_position, rotary<500000>>);
+static_assert(std::is_same_v<typename llama31_8b::config::block_position, rotary<500000, 0, llama3_rope_scaling<8>>>);
+static_assert(llama31_8b::param_count == llama3_8b::param_count);  // the scaling and context add no parameter
 static_assert(language_model<gpt2_124m> && gpt2_124m::param_count == 124439808);  // Hugging Face's gpt2
 static_assert(language_model<tiny_llama> && tiny_llama::ffn == 5504);  // 8/3 * 2048, rounded up to 64
 static_assert(tiny_llama::param_count == 2 * 32000 * 2048 + 2048 +

@@ -42,7 +42,7 @@ struct causal_attention : stateless_layer {
     auto* probs = f.kept;  // (batch, heads, seq, seq)
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept + probs_count<B, S>;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
+      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
       ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, rotated));
     } else {
@@ -63,7 +63,7 @@ struct causal_attention : stateless_layer {
       ops::zero(f.ctx, drot);
       ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
                                                view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
-      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, din), drot);
+      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
       ops::attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
                                                view<B * S, out_width>(f, dout), view<B * S, qkv_width>(f, in),

@@ -49,7 +49,7 @@ struct flash_attention_core : causal_attention<H, KVH, D, PosEnc> {
     const T* qkv = in;
     if constexpr (PosEnc::enabled) {
       T* rotated = kept_out + B * S * out_width;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
+      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
       qkv = rotated;
     }
     ops::flash_attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B * H * S>(f, lse),
@@ -70,7 +70,7 @@ struct flash_attention_core : causal_attention<H, KVH, D, PosEnc> {
       ops::flash_attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B * S, out_width>(f, dout),
                                                      view<B * S, qkv_width>(f, rotated),
                                                      view<B * S, out_width>(f, kept_out), view<B * H * S>(f, lse));
-      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, din), drot);
+      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
       ops::flash_attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B * S, out_width>(f, dout),
                                                      view<B * S, qkv_width>(f, in), view<B * S, out_width>(f, kept_out),

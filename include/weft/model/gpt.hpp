@@ -35,8 +35,9 @@ struct gpt_config {
   static_assert(all_given, "weft::gpt_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
   static constexpr bool width_divisible_by_heads = diag::divisible<width, heads>;
   static_assert(width_divisible_by_heads, "weft::gpt_config: width is not divisible by heads. Choose heads that divides width (head size = width / heads).");
-  static constexpr bool no_rope_theta = detail::find_tag<detail::rope_theta_tag, 0, Tags...>::count == 0;
-  static_assert(no_rope_theta, "weft::gpt_config: rope_theta<> is given, but GPT-2 learns its positions and has no rotary embedding. Remove rope_theta<>, or use llama_config (or attention<..., rotary<Base>>) for rotary positions.");
+  static constexpr bool no_rope_theta = detail::find_tag<detail::rope_theta_tag, 0, Tags...>::count == 0 &&
+                                       detail::find_tag<detail::rope_scaling_tag, 0, Tags...>::count == 0;
+  static_assert(no_rope_theta, "weft::gpt_config: rope_theta<> or rope_scaling<> is given, but GPT-2 learns its positions and has no rotary embedding. Remove them, or use llama_config (or attention<..., rotary<Base>>) for rotary positions.");
   /// The heads the blocks are built with: after a failed check above, one (so that the layers'
   /// own checks do not report the same mistake again).
   static constexpr std::size_t block_heads = width_divisible_by_heads ? heads : 1;

@@ -19,6 +19,7 @@ struct kv_heads_tag {};
 struct depth_tag {};
 struct ffn_tag {};
 struct rope_theta_tag {};
+struct rope_scaling_tag {};
 
 // Value of the first tag of kind `Tag` in `Ts`, else `Default`; `count` says how many there are.
 template <class Tag, std::size_t Default, class... Ts>
@@ -30,6 +31,16 @@ struct find_tag {
     ((!found && std::is_same_v<typename Ts::tag, Tag> ? (v = Ts::value, found = true) : false), ...);
     return v;
   }();
+};
+// The type of the first tag of kind `Tag` in `Ts` (its `type`), else `Default`.
+template <class Tag, class Default, class... Ts>
+struct find_type_tag {
+  using type = Default;
+};
+template <class Tag, class Default, class T, class... Ts>
+struct find_type_tag<Tag, Default, T, Ts...> {
+  using type = typename std::conditional_t<std::is_same_v<typename T::tag, Tag>, T,
+                                           find_type_tag<Tag, Default, Ts...>>::type;
 };
 }  // namespace detail
 
@@ -50,5 +61,12 @@ template <std::size_t N> struct ffn : detail::size_tag<detail::ffn_tag, N> {};
 /// Base of the rotary embedding's angles (Hugging Face configs' `rope_theta`; 10000 by default,
 /// 500000 for LLaMA 3).
 template <std::size_t N> struct rope_theta : detail::size_tag<detail::rope_theta_tag, N> {};
+/// How the rotary frequencies are rescaled for a longer context (the configs' `rope_scaling`):
+/// rope_scaling<llama3_rope_scaling<8>> for LLaMA 3.1 (core/rope_scaling.hpp).
+template <class Scaling> struct rope_scaling {
+  using tag = detail::rope_scaling_tag;
+  static constexpr std::size_t value = 0;
+  using type = Scaling;
+};
 
 }  // namespace weft

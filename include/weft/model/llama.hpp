@@ -33,6 +33,8 @@ struct llama_config {
   static constexpr std::size_t depth = detail::find_tag<detail::depth_tag, 0, Tags...>::value;
   static constexpr std::size_t ffn = detail::find_tag<detail::ffn_tag, (8 * width / 3 + 63) / 64 * 64, Tags...>::value;
   static constexpr std::size_t rope_theta = detail::find_tag<detail::rope_theta_tag, 10000, Tags...>::value;
+  /// The rotary frequencies' scaling (no_rope_scaling unless rope_scaling<> is given).
+  using rope_scaling_type = typename detail::find_type_tag<detail::rope_scaling_tag, no_rope_scaling, Tags...>::type;
 
   static constexpr bool all_given = vocab_size > 0 && context_length > 0 && width > 0 && heads > 0 && kv_heads > 0 && depth > 0;
   static_assert(all_given, "weft::llama_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
@@ -49,7 +51,7 @@ struct llama_config {
   static constexpr bool shape_ok = width_divisible_by_heads && heads_divisible_by_kv_heads && head_size_even;
   static constexpr std::size_t block_heads = shape_ok ? heads : 1;
   static constexpr std::size_t block_kv_heads = shape_ok ? kv_heads : 1;
-  using block_position = std::conditional_t<shape_ok, rotary<rope_theta_valid ? rope_theta : 10000>, no_rope>;
+  using block_position = std::conditional_t<shape_ok, rotary<rope_theta_valid ? rope_theta : 10000, 0, rope_scaling_type>, no_rope>;
 };
 
 namespace detail {

@@ -132,7 +132,7 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     auto* probs = f.scratch;  // (batch, heads, seq, seq), dropped
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept;  // (batch, seq, qkv_width)
-      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
+      ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
       ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, rotated));
     } else {
@@ -157,7 +157,7 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
       ops::zero(f.ctx, drot);
       ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
                                                view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
-      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>>(f.ctx, view<B * S, qkv_width>(f, din), drot);
+      ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
       // recompute the probabilities
       ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),

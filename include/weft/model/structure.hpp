@@ -101,8 +101,17 @@ struct structure_leaf_kind<causal_attention<H, KVH, D, Pos>> {
   // The default rope keeps its historical text, so earlier checkpoints' structures still match.
   static std::string position_text() {
     if constexpr (!Pos::enabled) return ",no_rope)";
-    else if constexpr (Pos::base == 10000 && Pos::template dims<D> == D) return ",rope)";
-    else return cat(",rope(base=", std::to_string(Pos::base), ",dims=", std::to_string(Pos::template dims<D>), "))");
+    else if constexpr (Pos::base == 10000 && Pos::template dims<D> == D && !Pos::scaling::enabled) return ",rope)";
+    else return cat(",rope(base=", std::to_string(Pos::base), ",dims=", std::to_string(Pos::template dims<D>),
+                    scaling_text(), "))");
+  }
+  static std::string scaling_text() {
+    using Sc = typename Pos::scaling;
+    if constexpr (!Sc::enabled) return "";
+    else if constexpr (requires { Sc::original_context; })
+      return cat(",llama3_scaling=", std::to_string(Sc::factor), "/", std::to_string(Sc::low_freq_factor), "/",
+                 std::to_string(Sc::high_freq_factor), "/", std::to_string(Sc::original_context));
+    else return ",scaled";
   }
 };
 template <std::size_t H, std::size_t KVH, std::size_t D>

@@ -7,13 +7,15 @@
 //   out[i]       = x[i] * cos - x[i + R/2] * sin
 //   out[i + R/2] = x[i + R/2] * cos + x[i] * sin
 // Base is 10000 by default (LLaMA 1/2, GPT-NeoX); LLaMA 3 uses 500000, Qwen 2 1000000 (the
-// `rope_theta` of their configs). Applied to the H query heads and the KVH key heads of qkv
+// `rope_theta` of their configs). A Scaling (core/rope_scaling.hpp) rescales each pair's
+// frequency for a longer context (LLaMA 3.1's llama3_rope_scaling<8>). Applied to the H query heads and the KVH key heads of qkv
 // (B, S, (H + 2*KVH) * D); the value heads and the unrotated tail of each q/k head are copied
 // through. The rotation is orthogonal, so backward applies its transpose.
 //
-// The (seq, R/2) cos/sin table is computed once per <S, R, Base, T> (in long double, then rounded
+// The (seq, R/2) cos/sin table is computed once per <S, R, Base, Scaling, T> (in long double, then rounded
 // to T) into a function-local static: a step allocates nothing and evaluates no trigonometry.
 #include "weft/core/diagnostics.hpp"       // diag::divisible
+#include "weft/core/rope_scaling.hpp"      // no_rope_scaling, llama3_rope_scaling
 #include "weft/ops/detail/host_common.hpp"  // check_dims, parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 #include "weft/ops/op.hpp"                  // op_fn, host_context
@@ -51,8 +53,8 @@ struct rope_dims {
   static constexpr bool parallel = rows * qkv_width >= parallel_min_work;
 };
 
-// cos and sin of pos * Base^(-2i/R) for pos < S, i < R/2: (seq, R/2) each.
-template <std::size_t S, std::size_t R, std::size_t Base, class T>
+// cos and sin of pos * Scaling(Base^(-2i/R)) for pos < S, i < R/2: (seq, R/2) each.
+template <std::size_t S, std::size_t R, std::size_t Base, class Scaling, class T>
 struct rope_table {
   static constexpr std::size_t half = R / 2;
   std::array<T, S * half> cos{};  // (seq, R/2)
@@ -60,8 +62,8 @@ struct rope_table {
 
   rope_table() {
     for (std::size_t i = 0; i < half; ++i) {
-      const long double inv_freq = std::pow(static_cast<long double>(Base),
-                                            -2.0L * static_cast<long double>(i) / static_cast<long double>(R));
+      const long double inv_freq = Scaling::apply(std::pow(
+          static_cast<long double>(Base), -2.0L * static_cast<long double>(i) / static_cast<long double>(R)));
       for (std::size_t pos = 0; pos < S; ++pos) {
         const long double angle = static_cast<long double>(pos) * inv_freq;
         cos[pos * half + i] = static_cast<T>(std::cos(angle));
@@ -72,9 +74,9 @@ struct rope_table {
 };
 
 // Built on first use (thread-safe static initialisation), then shared by every call.
-template <std::size_t S, std::size_t R, std::size_t Base, class T>
-const rope_table<S, R, Base, T>& rope_cached_table() {
-  static const rope_table<S, R, Base, T> table;
+template <std::size_t S, std::size_t R, std::size_t Base, class Scaling, class T>
+const rope_table<S, R, Base, Scaling, T>& rope_cached_table() {
+  static const rope_table<S, R, Base, Scaling, T> table;
   return table;
 }
 
@@ -84,21 +86,21 @@ const rope_table<S, R, Base, T>& rope_cached_table() {
 /// k heads are rotated (their first R elements; the rest and the v heads copied). qkv_out may equal
 /// qkv_in (in place); otherwise they must not overlap.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
+          std::size_t R = D, class Scaling = no_rope_scaling>
 struct rope_forward_op {
   using signature = ops::signature<args::out<B * S, (H + 2 * KVH) * D>, args::in<B * S, (H + 2 * KVH) * D>>;
 };
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
-inline constexpr op_fn<rope_forward_op<B, S, H, KVH, D, Base, R>> rope_forward{};
+          std::size_t R = D, class Scaling = no_rope_scaling>
+inline constexpr op_fn<rope_forward_op<B, S, H, KVH, D, Base, R, Scaling>> rope_forward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base,
-          std::size_t R, host_element T>
-void op_impl(rope_forward_op<B, S, H, KVH, D, Base, R>, const host_context&, T* qkv_out, const T* qkv_in) {
+          std::size_t R, class Scaling, host_element T>
+void op_impl(rope_forward_op<B, S, H, KVH, D, Base, R, Scaling>, const host_context&, T* qkv_out, const T* qkv_in) {
   using dims = detail::rope_dims<B, S, H, KVH, D, Base, R>;
   constexpr std::size_t half = dims::half;
   constexpr std::size_t ld = dims::qkv_width;
   using F = compute_t<T>;  // T itself, float for bf16 (the table too)
-  const auto& table = detail::rope_cached_table<S, R, Base, F>();
+  const auto& table = detail::rope_cached_table<S, R, Base, Scaling, F>();
 
 #if defined(_OPENMP)
 #pragma omp parallel for if (dims::parallel)
@@ -137,21 +139,21 @@ void op_impl(rope_forward_op<B, S, H, KVH, D, Base, R>, const host_context&, T* 
 /// into dqkv_in (v heads and the unrotated tails pass straight through). The two buffers must not
 /// overlap.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
+          std::size_t R = D, class Scaling = no_rope_scaling>
 struct rope_backward_op {
   using signature = ops::signature<args::out<B * S, (H + 2 * KVH) * D>, args::in<B * S, (H + 2 * KVH) * D>>;
 };
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D>
-inline constexpr op_fn<rope_backward_op<B, S, H, KVH, D, Base, R>> rope_backward{};
+          std::size_t R = D, class Scaling = no_rope_scaling>
+inline constexpr op_fn<rope_backward_op<B, S, H, KVH, D, Base, R, Scaling>> rope_backward{};
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base,
-          std::size_t R, host_element T>
-void op_impl(rope_backward_op<B, S, H, KVH, D, Base, R>, const host_context&, T* dqkv_in, const T* dqkv_out) {
+          std::size_t R, class Scaling, host_element T>
+void op_impl(rope_backward_op<B, S, H, KVH, D, Base, R, Scaling>, const host_context&, T* dqkv_in, const T* dqkv_out) {
   using dims = detail::rope_dims<B, S, H, KVH, D, Base, R>;
   constexpr std::size_t half = dims::half;
   constexpr std::size_t ld = dims::qkv_width;
   using F = compute_t<T>;
-  const auto& table = detail::rope_cached_table<S, R, Base, F>();
+  const auto& table = detail::rope_cached_table<S, R, Base, Scaling, F>();
 
 #if defined(_OPENMP)
 #pragma omp parallel for if (dims::parallel)

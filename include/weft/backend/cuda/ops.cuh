@@ -319,14 +319,15 @@ void op_impl(ops::residual_backward_op<N>, const cuda_context& c, T* da, T* db, 
   check(k::launch_residual_backward<N>(c.stream, da, db, dout), "residual_backward");
 }
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base, std::size_t R,
-          device_element T>
-void op_impl(ops::rope_forward_op<B, S, H, KVH, D, Base, R>, const cuda_context& c, T* qkv_out, const T* qkv_in) {
-  check(k::launch_rope_forward<B, S, H, KVH, D, Base, R>(c.stream, qkv_out, qkv_in), "rope_forward");
+          class Scaling, device_element T>
+void op_impl(ops::rope_forward_op<B, S, H, KVH, D, Base, R, Scaling>, const cuda_context& c, T* qkv_out, const T* qkv_in) {
+  check(k::launch_rope_forward<B, S, H, KVH, D, Base, R, Scaling>(c.stream, qkv_out, qkv_in), "rope_forward");
 }
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base, std::size_t R,
-          device_element T>
-void op_impl(ops::rope_backward_op<B, S, H, KVH, D, Base, R>, const cuda_context& c, T* dqkv_in, const T* dqkv_out) {
-  check(k::launch_rope_backward<B, S, H, KVH, D, Base, R>(c.stream, dqkv_in, dqkv_out), "rope_backward");
+          class Scaling, device_element T>
+void op_impl(ops::rope_backward_op<B, S, H, KVH, D, Base, R, Scaling>, const cuda_context& c, T* dqkv_in,
+             const T* dqkv_out) {
+  check(k::launch_rope_backward<B, S, H, KVH, D, Base, R, Scaling>(c.stream, dqkv_in, dqkv_out), "rope_backward");
 }
 
 // ---- attention keeping row statistics (ops/flash_attention.hpp; the flash_attention option) ----

@@ -9,13 +9,14 @@
 // float accuracy (a float angle of ~1000 rad would lose 4 digits).
 #include "weft/backend/cuda/kernels/grid.hpp"    // math, to_f32, from_f32
 #include "weft/backend/cuda/kernels/tiling.hpp"  // flat_config
+#include "weft/core/rope_scaling.hpp"             // no_rope_scaling
 
 #include <cstddef>
 
 namespace weft::cuda::kernels {
 
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base,
-          std::size_t R, class T, bool Backward>
+          std::size_t R, class Scaling, class T, bool Backward>
 struct rope_kernel {
   static constexpr bool head_dim_even = R % 2 == 0 && R >= 2 && R <= D;
   static_assert(head_dim_even, "weft::cuda::kernels::rope: the rotary dimension is odd, 0 or above the head "
@@ -51,7 +52,7 @@ struct rope_kernel {
         continue;
       }
       const std::size_t head = r / half, i = r % half;
-      const double inv_freq = math::pow(double(Base), -2.0 * double(i) / double(R));
+      const double inv_freq = Scaling::apply(math::pow(double(Base), -2.0 * double(i) / double(R)));
       const double angle = double(n % S) * inv_freq;
       const float cs = static_cast<float>(math::cos(angle)), sn = static_cast<float>(math::sin(angle));
       const std::size_t a = head * D + i, b = a + half;  // b < head * D + R
@@ -69,14 +70,14 @@ struct rope_kernel {
 
 /// qkv_out = rope(qkv_in) over q and k heads, v copied; may run in place.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D, class T>
-rope_kernel<B, S, H, KVH, D, Base, R, T, false> make_rope_forward(T* qkv_out, const T* qkv_in) {
+          std::size_t R = D, class Scaling = no_rope_scaling, class T>
+rope_kernel<B, S, H, KVH, D, Base, R, Scaling, T, false> make_rope_forward(T* qkv_out, const T* qkv_in) {
   return {qkv_out, qkv_in};
 }
 /// dqkv_in += rope^T(dqkv_out); the buffers must not overlap.
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000,
-          std::size_t R = D, class T>
-rope_kernel<B, S, H, KVH, D, Base, R, T, true> make_rope_backward(T* dqkv_in, const T* dqkv_out) {
+          std::size_t R = D, class Scaling = no_rope_scaling, class T>
+rope_kernel<B, S, H, KVH, D, Base, R, Scaling, T, true> make_rope_backward(T* dqkv_in, const T* dqkv_out) {
   return {dqkv_in, dqkv_out};
 }
 
