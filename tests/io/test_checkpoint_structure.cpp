@@ -114,6 +114,8 @@ TEST_CASE("structure text and hash tell builds apart that have the same tensors"
   CHECK(structure_of<causal_attention<4, 2, 8, rope>>() == "causal_attention(heads=4,kv_heads=2,head_size=8,rope)[64->32]{}");
   CHECK(structure_of<causal_attention<4, 2, 8, rotary<500000, 4>>>() ==
         "causal_attention(heads=4,kv_heads=2,head_size=8,rope(base=500000,dims=4))[64->32]{}");
+  CHECK(structure_of<causal_attention<4, 2, 8, rope, 4096>>() ==
+        "causal_attention(heads=4,kv_heads=2,head_size=8,window=4096,rope)[64->32]{}");
   CHECK(structure_of<causal_attention<4, 2, 8, rotary<500000, 0, llama3_rope_scaling<8>>>>() ==
         "causal_attention(heads=4,kv_heads=2,head_size=8,rope(base=500000,dims=8,llama3_scaling=8/1/4/8192))[64->32]{}");
   CHECK(structure_of<linear<C, C, role::column>>() != structure_of<linear<C, C, role::row>>());

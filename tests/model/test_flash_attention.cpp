@@ -136,6 +136,24 @@ TEST_CASE("llama with rope_theta 500000 and flash_attention: trains as the proba
   CHECK(std::fabs(theta.losses[0] - base.losses[0]) < 1e-2 * base.losses[0]);  // a small change of positions only
 }
 
+TEST_CASE("llama and gpt with a sliding window: flash and probabilities agree, and the window bites",
+          "[model][attention][window]") {
+  using mistral_like = llama<llama_config<vocab<13>, context<16>, width<16>, heads<4>, kv_heads<2>, depth<3>, ffn<24>,
+                                          sliding_window<5>>>;
+  using gpt_window = gpt<gpt_config<vocab<13>, context<16>, width<16>, heads<2>, depth<3>, sliding_window<3>>>;
+  STATIC_REQUIRE(std::is_same_v<with_recompute_t<causal_attention<4, 2, 4, rope, 5>, selective, true>,
+                                flash_attention_core<4, 2, 4, rope, 5>>);
+  STATIC_REQUIRE(std::is_same_v<tp_shard_t<causal_attention<4, 2, 8, rope, 5>, 2, false, true>,
+                                causal_attention<2, 1, 8, rope, 5>>);
+  check_model<mistral_like>();
+  check_model<gpt_window>();
+  const run_result windowed = train<plan_of<mistral_like, none>>(1), full = train<plan_of<tiny_llama, none>>(1);
+  CHECK(windowed.losses[0] != full.losses[0]);
+  // selective recomputation recomputes the windowed probabilities: bit-identical training
+  const run_result sel = train<plan_of<mistral_like, selective>>(2), none_2 = train<plan_of<mistral_like, none>>(2);
+  CHECK(sel.losses == none_2.losses);
+}
+
 TEST_CASE("llama with LLaMA 3.1's frequency scaling and flash_attention: trains as the probabilities model",
           "[model][attention]") {
   // an original context of 16 puts the 4-wide heads' second frequency (wavelength ~4400) past it: slowed 8 times

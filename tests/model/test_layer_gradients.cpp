@@ -94,6 +94,8 @@ TEST_CASE("causal_attention gradients", "[model][gradients]") {
   SECTION("grouped-query, one kv head, no rope") { check_layer_gradients<causal_attention<4, 1, 2, no_rope>, 2, 4>(); }
   SECTION("rope base 500000 (LLaMA 3)") { check_layer_gradients<causal_attention<4, 2, 4, rotary<500000>>, 2, 5>(); }
   SECTION("partial rotary, 2 of 6 (GPT-NeoX style)") { check_layer_gradients<causal_attention<2, 1, 6, rotary<10000, 2>>, 2, 5>(); }
+  SECTION("sliding window 2, rope") { check_layer_gradients<causal_attention<4, 2, 4, rope, 2>, 2, 5>(); }
+  SECTION("sliding window 3, no rope") { check_layer_gradients<causal_attention<2, 2, 4, no_rope, 3>, 2, 6>(); }
 }
 
 TEST_CASE("lm_head gradients", "[model][gradients]") {

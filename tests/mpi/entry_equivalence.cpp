@@ -5,7 +5,7 @@
 // pipeline's micro-batches, or the gradient-accumulation count). After several steps the loss
 // and the gradient norm of every step must agree on every rank. An unknown preset, model or
 // dtype ends the run with one line and status 2 (no fallback to a default strategy).
-//   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama> <f64|f32> [steps]
+//   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama|llama-variant> <f64|f32> [steps]
 //   mpirun -np 1 mpi_entry_equivalence --list
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
@@ -28,6 +28,11 @@ template <std::size_t Depth>
 using gpt_t = gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<4>, depth<Depth>>>;
 template <std::size_t Depth>
 using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>>>;
+// The LLaMA variants (llama-variant): a head that multiplies by the token table (LLaMA 3.2's
+// small models), a base-500000 rotary (LLaMA 3) and a sliding window of 5 of the 8 tokens (Mistral)
+template <std::size_t Depth>
+using llama_variant_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>,
+                                           tie_word_embeddings<>, rope_theta<500000>, sliding_window<5>>>;
 constexpr std::size_t B = 2, S = 8;  // per rank: micro-batches of 2 sequences of 8 tokens
 constexpr std::size_t K = 2;         // micro-batches per step when there is no pipeline
 
@@ -171,12 +176,27 @@ bool dispatch_all(mpi_communicator& world, std::string_view p, std::size_t steps
   return true;
 }
 
+// The LLaMA variants (f64): where the tied table is cut or summed between stages, and the window
+// under tensor, sequence and pipeline parallelism and under flash_attention.
+bool dispatch_variant(mpi_communicator& world, std::string_view p, std::size_t steps, double tol) {
+  const std::string n(p);
+  if (p == "zero3") run<llama_variant_t<4>, double, dp_s<3>>(world, n, steps, tol);
+  else if (p == "pp2-interleaved") run<llama_variant_t<4>, double, pp_s<2, interleaved<2>, 4>>(world, n, steps, tol);
+  else if (p == "tp2-pp2") run<llama_variant_t<4>, double, tp_pp_s<one_f_one_b, 1>>(world, n, steps, tol);
+  else if (p == "tp2-sp-pp2") run<llama_variant_t<4>, double, tp_sp_pp_s<one_f_one_b>>(world, n, steps, tol);
+  else if (p == "tp2-sp-pp2-flash")
+    run<llama_variant_t<4>, double, tp_sp_pp_s<one_f_one_b, flash_attention>>(world, n, steps, tol);
+  else return false;
+  return true;
+}
+
 constexpr const char* presets =
     "dp zero1 zero2 zero3 tp2 tp2-sp tp4 tp4-sp-zero2 pp2-gpipe pp2-1f1b pp2-interleaved pp2-1f1b-zero2 pp4-1f1b "
     "pp4-interleaved3 tp2-pp2 tp2-pp2-gpipe-zero2 tp2-recompute-full tp2-sp-recompute-selective pp2-recompute-full "
     "pp2-interleaved-recompute-selective tp2-pp2-recompute-full tp2-sp-pp2 tp2-sp-pp2-interleaved-selective "
     "tp2-sp-pp2-flash zero3-flash";
 constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2 tp2-sp-pp2 tp2-sp-pp2-flash";
+constexpr const char* variant_presets = "zero3 pp2-interleaved tp2-pp2 tp2-sp-pp2 tp2-sp-pp2-flash";
 
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
@@ -188,21 +208,22 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "", model = argc > 2 ? argv[2] : "", dtype = argc > 3 ? argv[3] : "";
   char* end = nullptr;
   const std::size_t steps = argc > 4 ? std::strtoul(argv[4], &end, 10) : 4;
-  const bool args_ok = argc >= 4 && argc <= 5 && (model == "gpt" || model == "llama") &&
+  const bool args_ok = argc >= 4 && argc <= 5 && (model == "gpt" || model == "llama" || model == "llama-variant") &&
                        (dtype == "f64" || dtype == "f32") && (argc == 4 || (*end == '\0' && steps > 0));
   collective_check(world, args_ok,
-                   "entry_equivalence: usage: <preset> <gpt|llama> <f64|f32> [steps > 0]; got '" + preset + " " + model +
+                   "entry_equivalence: usage: <preset> <gpt|llama|llama-variant> <f64|f32> [steps > 0]; got '" + preset + " " + model +
                        " " + dtype + "'",
                    2);
   const double tol = dtype == "f64" ? 1e-10 : 2e-5;
   bool known = false;
-  if (model == "gpt" && dtype == "f64") known = dispatch_all<gpt_t, double>(world, preset, steps, tol);
+  if (model == "llama-variant") known = dtype == "f64" && dispatch_variant(world, preset, steps, tol);
+  else if (model == "gpt" && dtype == "f64") known = dispatch_all<gpt_t, double>(world, preset, steps, tol);
   else if (model == "gpt") known = dispatch_core<gpt_t, float>(world, preset, steps, tol);
   else if (dtype == "f64") known = dispatch_core<llama_t, double>(world, preset, steps, tol);
   else known = dispatch_core<llama_t, float>(world, preset, steps, tol);
   collective_check(world, known,
                    "entry_equivalence: unknown preset '" + preset + "' for " + model + " " + dtype + " (gpt f64: " +
-                       presets + "; otherwise: " + core_presets + ")",
+                       presets + "; llama-variant f64: " + variant_presets + "; otherwise: " + core_presets + ")",
                    2);
   return test::finish(world, ("entry_equivalence " + preset + " " + model + " " + dtype).c_str());
 }

@@ -1,6 +1,7 @@
 // Tests for weft::ops::attention_forward / attention_backward (causal, grouped-query heads).
 // The reference is an independent naive implementation in long double: full score matrix with
 // -inf above the diagonal, explicit softmax, kv head chosen by index mapping.
+#include "weft/core/dtype.hpp"       // bf16
 #include "weft/ops/attention.hpp"  // attention_forward, attention_backward, attention_scratch_v
 
 #include <catch2/catch.hpp>
@@ -32,7 +33,8 @@ std::vector<T> random_vector(std::size_t n, std::uint64_t seed, double lo = -1.0
 }
 
 // ---- naive reference ----
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+// W > 0: a sliding window, query t sees keys t - W < u <= t.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
 void reference_forward(std::vector<long double>& out, std::vector<long double>& att, const std::vector<T>& qkv) {
   using sz = sizes<B, S, H, KVH, D>;
   out.assign(sz::out, 0.0L);
@@ -44,7 +46,7 @@ void reference_forward(std::vector<long double>& out, std::vector<long double>& 
       for (std::size_t t = 0; t < S; ++t) {
         std::vector<long double> scores(S);
         for (std::size_t u = 0; u < S; ++u) {
-          if (u > t) {
+          if (u > t || (W > 0 && t - u >= W)) {
             scores[u] = -inf;
             continue;
           }
@@ -82,56 +84,56 @@ long double max_abs_diff(const std::vector<T>& a, const std::vector<long double>
   return m;
 }
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void check_forward_against_reference(std::uint64_t seed) {
   using sz = sizes<B, S, H, KVH, D>;
   const auto qkv = random_vector<double>(sz::qkv, seed, -2.0, 2.0);
   std::vector<double> out(sz::out, -7.0), att(sz::att, -7.0);  // junk: forward must overwrite
-  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D, W>(weft::host_context{}, out.data(), att.data(), qkv.data());
 
   std::vector<long double> ref_out, ref_att;
-  reference_forward<B, S, H, KVH, D>(ref_out, ref_att, qkv);
+  reference_forward<B, S, H, KVH, D, W>(ref_out, ref_att, qkv);
   CHECK(max_abs_diff(out, ref_out) < 1e-13L);
   CHECK(max_abs_diff(att, ref_att) < 1e-13L);
 }
 
 // L = sum(out * R)
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 double loss(const std::vector<double>& qkv, const std::vector<double>& r) {
   using sz = sizes<B, S, H, KVH, D>;
   std::vector<double> out(sz::out), att(sz::att);
-  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D, W>(weft::host_context{}, out.data(), att.data(), qkv.data());
   long double l = 0;
   for (std::size_t i = 0; i < out.size(); ++i) l += static_cast<long double>(out[i]) * r[i];
   return static_cast<double>(l);
 }
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 std::vector<double> analytic_gradient(const std::vector<double>& qkv, const std::vector<double>& r) {
   using sz = sizes<B, S, H, KVH, D>;
   std::vector<double> out(sz::out), att(sz::att), scratch(weft::ops::attention_scratch_v<B, S, H, KVH, D>);
-  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out.data(), att.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D, W>(weft::host_context{}, out.data(), att.data(), qkv.data());
   std::vector<double> dqkv(sz::qkv, 0.0);
-  weft::ops::attention_backward<B, S, H, KVH, D>(weft::host_context{}, dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data());
+  weft::ops::attention_backward<B, S, H, KVH, D, W>(weft::host_context{}, dqkv.data(), scratch.data(), r.data(), qkv.data(), att.data());
   return dqkv;
 }
 
 // Every element of dqkv against a central difference of L.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void check_backward_finite_differences(std::uint64_t seed) {
   using sz = sizes<B, S, H, KVH, D>;
   auto qkv = random_vector<double>(sz::qkv, seed, -1.5, 1.5);
   const auto r = random_vector<double>(sz::out, seed + 1);
-  const auto grad = analytic_gradient<B, S, H, KVH, D>(qkv, r);
+  const auto grad = analytic_gradient<B, S, H, KVH, D, W>(qkv, r);
 
   const double eps = 1e-5;
   double err2 = 0, ref2 = 0, max_rel = 0;
   for (std::size_t i = 0; i < sz::qkv; ++i) {
     const double x = qkv[i];
     qkv[i] = x + eps;
-    const double lp = loss<B, S, H, KVH, D>(qkv, r);
+    const double lp = loss<B, S, H, KVH, D, W>(qkv, r);
     qkv[i] = x - eps;
-    const double lm = loss<B, S, H, KVH, D>(qkv, r);
+    const double lm = loss<B, S, H, KVH, D, W>(qkv, r);
     qkv[i] = x;
     const double fd = (lp - lm) / (2 * eps);
     err2 += (grad[i] - fd) * (grad[i] - fd);
@@ -151,6 +153,65 @@ TEST_CASE("attention forward matches a naive long double reference", "[ops][atte
   SECTION("grouped-query: 2 kv heads for 4 heads") { check_forward_against_reference<2, 7, 4, 2, 8>(13); }
   SECTION("odd sizes, one token") { check_forward_against_reference<1, 1, 3, 3, 5>(14); }
   SECTION("large enough to run in parallel") { check_forward_against_reference<2, 64, 4, 2, 16>(15); }
+}
+
+TEST_CASE("sliding-window attention matches the masked reference and finite differences", "[ops][attention][window]") {
+  SECTION("window 1: each query sees only itself") { check_forward_against_reference<2, 7, 4, 2, 8, 1>(16); }
+  SECTION("window 3, grouped-query") { check_forward_against_reference<2, 9, 4, 2, 8, 3>(17); }
+  SECTION("window 5, multi-query, in parallel") { check_forward_against_reference<2, 64, 4, 1, 16, 5>(18); }
+  SECTION("backward, window 2") { check_backward_finite_differences<1, 6, 2, 1, 4, 2>(19); }
+  SECTION("backward, window 4, grouped-query") { check_backward_finite_differences<2, 7, 4, 2, 3, 4>(20); }
+}
+
+TEST_CASE("a window of the sequence or more is plain causal attention, bit for bit", "[ops][attention][window]") {
+  constexpr std::size_t B = 2, S = 9, H = 4, KVH = 2, D = 8;
+  using sz = sizes<B, S, H, KVH, D>;
+  const auto qkv = random_vector<double>(sz::qkv, 21, -2.0, 2.0);
+  const auto r = random_vector<double>(sz::out, 22);
+  std::vector<double> out0(sz::out), att0(sz::att), outw(sz::out), attw(sz::att);
+  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out0.data(), att0.data(), qkv.data());
+  weft::ops::attention_forward<B, S, H, KVH, D, S>(weft::host_context{}, outw.data(), attw.data(), qkv.data());
+  CHECK(out0 == outw);
+  CHECK(att0 == attw);
+  CHECK(analytic_gradient<B, S, H, KVH, D>(qkv, r) == analytic_gradient<B, S, H, KVH, D, S + 3>(qkv, r));
+  // and a shorter window changes the later rows only
+  weft::ops::attention_forward<B, S, H, KVH, D, 4>(weft::host_context{}, outw.data(), attw.data(), qkv.data());
+  for (std::size_t t = 0; t < 4; ++t)
+    for (std::size_t j = 0; j < H * D; ++j) REQUIRE(outw[t * H * D + j] == out0[t * H * D + j]);
+  CHECK(outw[4 * H * D] != out0[4 * H * D]);
+}
+
+TEST_CASE("sliding-window attention in bf16 follows the f64 op", "[ops][attention][window][bf16]") {
+  constexpr std::size_t B = 2, S = 33, H = 4, KVH = 2, D = 16, W = 7;
+  using sz = sizes<B, S, H, KVH, D>;
+  const auto qkv = random_vector<double>(sz::qkv, 23, -1.0, 1.0);
+  const auto dout = random_vector<double>(sz::out, 24);
+  std::vector<weft::bf16> qkv_b, dout_b;
+  for (double x : qkv) qkv_b.push_back(weft::bf16(static_cast<float>(x)));
+  for (double x : dout) dout_b.push_back(weft::bf16(static_cast<float>(x)));
+  std::vector<double> qkv_r, dout_r;  // the rounded inputs
+  for (auto x : qkv_b) qkv_r.push_back(static_cast<float>(x));
+  for (auto x : dout_b) dout_r.push_back(static_cast<float>(x));
+  std::vector<weft::bf16> out_b(sz::out), att_b(sz::att), scratch_b(sz::att), dqkv_b(sz::qkv, weft::bf16(0.0f));
+  std::vector<double> out(sz::out), att(sz::att), scratch(sz::att), dqkv(sz::qkv, 0.0);
+  weft::ops::attention_forward<B, S, H, KVH, D, W>(weft::host_context{}, out_b.data(), att_b.data(), qkv_b.data());
+  weft::ops::attention_backward<B, S, H, KVH, D, W>(weft::host_context{}, dqkv_b.data(), scratch_b.data(), dout_b.data(),
+                                                    qkv_b.data(), att_b.data());
+  weft::ops::attention_forward<B, S, H, KVH, D, W>(weft::host_context{}, out.data(), att.data(), qkv_r.data());
+  weft::ops::attention_backward<B, S, H, KVH, D, W>(weft::host_context{}, dqkv.data(), scratch.data(), dout_r.data(),
+                                                    qkv_r.data(), att.data());
+  auto close = [](const std::vector<weft::bf16>& got, const std::vector<double>& want) {
+    double err = 0, scale = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      err = std::max(err, std::fabs(static_cast<double>(static_cast<float>(got[i])) - want[i]));
+      scale = std::max(scale, std::fabs(want[i]));
+    }
+    return err <= 3e-2 * scale;
+  };
+  CHECK(close(out_b, out));
+  CHECK(close(att_b, att));
+  CHECK(close(dqkv_b, dqkv));
+  for (std::size_t t = W; t < S; ++t) REQUIRE(static_cast<float>(att_b[t * S + t - W]) == 0.0f);  // masked
 }
 
 TEST_CASE("attention in long double matches the reference", "[ops][attention]") {

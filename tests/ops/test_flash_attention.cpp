@@ -43,22 +43,24 @@ struct shape {
 };
 
 // lse of every (batch, head, query) row, in long double, from the scores' definition.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 std::vector<double> reference_lse(const std::vector<double>& qkv) {
   using sz = shape<B, S, H, KVH, D>;
   std::vector<double> lse(sz::rows);
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t t = 0; t < S; ++t) {
-        std::vector<long double> s(t + 1);
+        const std::size_t first = W > 0 && t >= W ? t + 1 - W : 0;  // the window's first key
+        std::vector<long double> s;
         long double mx = -INFINITY;
-        for (std::size_t u = 0; u <= t; ++u) {
+        for (std::size_t u = first; u <= t; ++u) {
+          s.emplace_back();
           long double dot = 0;
           for (std::size_t d = 0; d < D; ++d)
             dot += static_cast<long double>(qkv[(b * S + t) * sz::W + h * D + d]) *
                    qkv[(b * S + u) * sz::W + (H + h / (H / KVH)) * D + d];
-          s[u] = dot / std::sqrt(static_cast<long double>(D));
-          mx = std::max(mx, s[u]);
+          s.back() = dot / std::sqrt(static_cast<long double>(D));
+          mx = std::max(mx, s.back());
         }
         long double sum = 0;
         for (long double x : s) sum += std::exp(x - mx);
@@ -69,25 +71,25 @@ std::vector<double> reference_lse(const std::vector<double>& qkv) {
 
 // f64: flash forward = probabilities forward (output), lse = the reference; flash backward =
 // probabilities backward (dqkv, accumulated onto the same start) to rounding.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void f64_case() {
   using sz = shape<B, S, H, KVH, D>;
-  INFO("B=" << B << " S=" << S << " H=" << H << " KVH=" << KVH << " D=" << D);
+  INFO("B=" << B << " S=" << S << " H=" << H << " KVH=" << KVH << " D=" << D << " W=" << W);
   const auto qkv = random_vector(sz::qkv, 11 + S + H, -2, 2);
   const auto dout = random_vector(sz::out, 12 + S);
   const auto dqkv0 = random_vector(sz::qkv, 13 + D);
   std::vector<double> out(sz::out), lse(sz::rows), out_p(sz::out), att(B * H * S * S);
-  ops::flash_attention_forward<B, S, H, KVH, D>(host_context{}, out.data(), lse.data(), qkv.data());
-  ops::attention_forward<B, S, H, KVH, D>(host_context{}, out_p.data(), att.data(), qkv.data());
+  ops::flash_attention_forward<B, S, H, KVH, D, W>(host_context{}, out.data(), lse.data(), qkv.data());
+  ops::attention_forward<B, S, H, KVH, D, W>(host_context{}, out_p.data(), att.data(), qkv.data());
   CHECK(std::memcmp(out.data(), out_p.data(), out.size() * sizeof(double)) == 0);  // the same row loop
-  CHECK(rel_err(lse, reference_lse<B, S, H, KVH, D>(qkv)) < 1e-13);
+  CHECK(rel_err(lse, reference_lse<B, S, H, KVH, D, W>(qkv)) < 1e-13);
 
   auto dqkv = dqkv0, dqkv_p = dqkv0;
   std::vector<double> scratch(B * H * S * S);
-  ops::flash_attention_backward<B, S, H, KVH, D>(host_context{}, dqkv.data(), dout.data(), qkv.data(), out.data(),
-                                                 lse.data());
-  ops::attention_backward<B, S, H, KVH, D>(host_context{}, dqkv_p.data(), scratch.data(), dout.data(), qkv.data(),
-                                           att.data());
+  ops::flash_attention_backward<B, S, H, KVH, D, W>(host_context{}, dqkv.data(), dout.data(), qkv.data(), out.data(),
+                                                    lse.data());
+  ops::attention_backward<B, S, H, KVH, D, W>(host_context{}, dqkv_p.data(), scratch.data(), dout.data(), qkv.data(),
+                                              att.data());
   CHECK(rel_err(minus(dqkv, dqkv0), minus(dqkv_p, dqkv0)) < 1e-12);
 }
 
@@ -116,6 +118,13 @@ TEST_CASE("flash attention (f64) agrees with the probabilities op: MHA, GQA, MQA
   f64_case<1, 9, 4, 2, 8>();
   f64_case<2, 6, 3, 1, 5>();
   f64_case<1, 64, 2, 1, 16>();
+}
+
+TEST_CASE("flash attention with a sliding window (f64) agrees with the windowed probabilities op", "[ops][attention][window]") {
+  f64_case<2, 7, 2, 2, 4, 1>();
+  f64_case<1, 9, 4, 2, 8, 3>();
+  f64_case<2, 33, 4, 1, 8, 6>();
+  f64_case<1, 20, 2, 2, 4, 20>();  // a window of the whole sequence
 }
 
 TEST_CASE("flash attention in f32: the output is the probabilities op's, bit for bit", "[ops][attention]") {

@@ -48,3 +48,22 @@ TEST_CASE("llama_desc counts what model_partition walks", "[planner][model_desc]
   check_stages<llama_m, 2>(stated);
   CHECK(stated.flops_per_token(64) == Approx(static_cast<double>(plan<llama_m, batch<micro<1>, seq<64>>>::flops_per_token)));
 }
+
+TEST_CASE("llama_desc with a tied head counts what model_partition walks", "[planner][model_desc]") {
+  using tied_m =
+      llama<llama_config<vocab<640>, context<64>, width<128>, heads<8>, kv_heads<2>, depth<6>, ffn<320>, tie_word_embeddings<>>>;
+  STATIC_REQUIRE(tied_m::param_count == llama_m::param_count - 640 * 128);  // no head.weight
+  STATIC_REQUIRE(tied_m::lookup_param_count == 0);  // the table is multiplied by the head
+  constexpr planner::model_desc walked = planner::describe<tied_m>();
+  constexpr planner::model_desc stated = planner::llama_desc(6, 128, 8, 2, 640, 64, 320, /*tied=*/true);
+  CHECK(stated.params() == tied_m::param_count);
+  CHECK(stated.post.total() == walked.post.total());
+  CHECK(stated.tied_table == walked.tied_table);
+  CHECK(stated.tied_table == 640 * 128);
+  CHECK(stated.lookup_params == walked.lookup_params);
+  check_stages<tied_m, 1>(stated);
+  check_stages<tied_m, 2>(stated);
+  CHECK(stated.flops_per_token(64) == Approx(static_cast<double>(plan<tied_m, batch<micro<1>, seq<64>>>::flops_per_token)));
+  // the head's product is counted once, as untied: the same FLOPs per token
+  CHECK(stated.flops_per_token(64) == Approx(planner::llama_desc(6, 128, 8, 2, 640, 64, 320).flops_per_token(64)));
+}

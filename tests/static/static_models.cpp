@@ -101,12 +101,21 @@ using llama3_8b = llama<llama_config<vocab<128256>, context<8192>, width<4096>, 
                                      ffn<14336>, rope_theta<500000>>>;
 using llama31_8b = llama<llama_config<vocab<128256>, context<131072>, width<4096>, heads<32>, kv_heads<8>, depth<32>,
                                       ffn<14336>, rope_theta<500000>, rope_scaling<llama3_rope_scaling<8>>>>;
+using llama32_1b = llama<llama_config<vocab<128256>, context<131072>, width<2048>, heads<32>, kv_heads<8>, depth<16>,
+                                      ffn<8192>, rope_theta<500000>, rope_scaling<llama3_rope_scaling<32>>,
+                                      tie_word_embeddings<>>>;
+using mistral_7b = llama<llama_config<vocab<32000>, context<8192>, width<4096>, heads<32>, kv_heads<8>, depth<32>,
+                                      ffn<14336>, sliding_window<4096>>>;
 // example-end ready-models
 static_assert(llama3_8b::param_count == 8030261248);  // Meta-Llama-3-8B as Hugging Face counts it
 static_assert(llama3_8b::config::rope_theta == 500000 && tiny_llama::config::rope_theta == 10000);
 static_assert(std::is_same_v<typename llama3_8b::config::block_position, rotary<500000>>);
 static_assert(std::is_same_v<typename llama31_8b::config::block_position, rotary<500000, 0, llama3_rope_scaling<8>>>);
 static_assert(llama31_8b::param_count == llama3_8b::param_count);  // the scaling and context add no parameter
+static_assert(llama32_1b::param_count == 1235814400);
+static_assert(mistral_7b::param_count == 7241732096);  // Mistral-7B-v0.1 as Hugging Face counts it
+static_assert(mistral_7b::config::sliding_window == 4096 && llama3_8b::config::sliding_window == 0);  // Llama-3.2-1B as Hugging Face counts it (tied head)
+static_assert(llama32_1b::lookup_param_count == 0 && llama3_8b::lookup_param_count == 128256 * 4096);
 static_assert(language_model<gpt2_124m> && gpt2_124m::param_count == 124439808);  // Hugging Face's gpt2
 static_assert(language_model<tiny_llama> && tiny_llama::ffn == 5504);  // 8/3 * 2048, rounded up to 64
 static_assert(tiny_llama::param_count == 2 * 32000 * 2048 + 2048 +

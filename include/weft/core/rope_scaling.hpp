@@ -2,10 +2,10 @@
 // ---- how a rotary embedding's frequencies are rescaled for a longer context ----
 // A scaling is a type with `enabled` and `apply(inv_freq)`, the new inverse frequency of a
 // rotated pair from its unscaled one (Base^(-2i/R)); the host table (long double) and the CUDA
-// kernel (double) call the same function. Used as the third argument of rotary<Base, Dims,
+// kernel (double) call the same function: a plain constexpr function, which device code may call
+// under nvcc's --expt-relaxed-constexpr (weft::cuda sets it), so that its long double host use
+// does not instantiate a device version. Used as the third argument of rotary<Base, Dims,
 // Scaling> and by ops::rope_forward/backward.
-#include "weft/config.hpp"  // WEFT_HOST_DEVICE
-
 #include <cstddef>
 
 namespace weft {
@@ -14,7 +14,7 @@ namespace weft {
 struct no_rope_scaling {
   static constexpr bool enabled = false;
   template <class F>
-  WEFT_HOST_DEVICE static constexpr F apply(F inv_freq) {
+  static constexpr F apply(F inv_freq) {
     return inv_freq;
   }
 };
@@ -38,7 +38,7 @@ struct llama3_rope_scaling {
                                original_context = OriginalContext;
 
   template <class F>
-  WEFT_HOST_DEVICE static constexpr F apply(F inv_freq) {
+  static constexpr F apply(F inv_freq) {
     const F wavelength = F(6.283185307179586) / inv_freq;
     const F context = F(OriginalContext);
     if (wavelength < context / F(HighFreqFactor)) return inv_freq;             // high frequencies: kept

@@ -113,7 +113,8 @@ template <class Plan>
 void write_hf_config(const std::filesystem::path& file) {
   using M = typename Plan::model;
   std::ofstream out(file);
-  constexpr bool gpt2_facts = requires { std::size_t(M::ffn); };  // gpt<> has them; a user's model may not
+  // gpt<> has them; a user's model may not; GPT-2's config has no sliding window to say
+  constexpr bool gpt2_facts = requires { std::size_t(M::ffn); } && !requires { requires M::config::sliding_window != 0; };
   if constexpr (requires(std::ostream& o) { M::write_config(o); }) {
     M::write_config(out);  // the model's own hook
   } else if (gpt2_facts && model_family<M>() == "gpt2") {

@@ -27,9 +27,10 @@ struct attention_shape {
 }  // namespace detail
 
 /// `c_attn` (width -> packed q,k,v; column-parallel), attention, `c_proj` (heads·D -> width;
-/// row-parallel, GPT-2's residual-scaled init). Names follow Hugging Face GPT-2.
+/// row-parallel, GPT-2's residual-scaled init). Names follow Hugging Face GPT-2. `Window` > 0 limits
+/// each query to itself and the Window - 1 keys before it (sliding-window attention).
 template <std::size_t C, std::size_t H, std::size_t KVH = H, class PosEnc = no_rope, bool Bias = true,
-          export_layout Export = export_layout::as_is>
+          export_layout Export = export_layout::as_is, std::size_t Window = 0>
 using attention = sequential<
     named<"c_attn", linear<C, (detail::attention_shape<C, H, KVH>::h + 2 * detail::attention_shape<C, H, KVH>::kvh) *
                                   detail::attention_shape<C, H, KVH>::head_size,
@@ -38,7 +39,7 @@ using attention = sequential<
                                   detail::attention_shape<C, H, KVH>::kvh * detail::attention_shape<C, H, KVH>::head_size,
                                   detail::attention_shape<C, H, KVH>::kvh * detail::attention_shape<C, H, KVH>::head_size>>>,
     causal_attention<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
-                     detail::attention_shape<C, H, KVH>::head_size, PosEnc>,
+                     detail::attention_shape<C, H, KVH>::head_size, PosEnc, Window>,
     named<"c_proj", linear<detail::attention_shape<C, H, KVH>::h * detail::attention_shape<C, H, KVH>::head_size, C,
                            role::row, Bias, init::normal_residual<20>, Export>>>;
 

@@ -14,8 +14,10 @@
 
 namespace weft {
 
-/// Softmax(q·kᵀ/√D, causal)·v over H heads sharing KVH key/value heads, with optional rope.
-template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope>
+/// Softmax(q·kᵀ/√D, causal)·v over H heads sharing KVH key/value heads, with optional rope and,
+/// with Window > 0, a sliding window: each query sees itself and the Window - 1 keys before it
+/// (Mistral's, and Gemma 2's local layers', sliding_window).
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope, std::size_t Window = 0>
 struct causal_attention : stateless_layer {
   static constexpr bool sizes_positive = diag::at_least<H, 1> && diag::at_least<KVH, 1> && diag::at_least<D, 1>;
   static_assert(sizes_positive, "weft::causal_attention: heads, kv_heads or the head size is 0. Give each at least 1.");
@@ -27,6 +29,7 @@ struct causal_attention : stateless_layer {
   static_assert(kv_divides, "weft::causal_attention: heads is not divisible by kv_heads. Choose kv_heads that divides heads.");
   static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;
   static constexpr std::size_t in_width = qkv_width;
+  static constexpr std::size_t window = Window;  ///< keys each query sees (0: all before it)
   static constexpr std::size_t out_width = H * D;
 
   template <std::size_t B, std::size_t S>
@@ -43,10 +46,10 @@ struct causal_attention : stateless_layer {
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept + probs_count<B, S>;  // (batch, seq, qkv_width)
       ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+      ops::attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, rotated));
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+      ops::attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, in));
     }
   }
@@ -61,11 +64,11 @@ struct causal_attention : stateless_layer {
       auto* drotated = f.scratch + probs_count<B, S>;  // (batch, seq, qkv_width)
       const auto drot = view<B * S, qkv_width>(f, drotated);
       ops::zero(f.ctx, drot);
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
+      ops::attention_backward<B, S, H, KVH, D, Window>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
                                                view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
       ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
+      ops::attention_backward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
                                                view<B * S, out_width>(f, dout), view<B * S, qkv_width>(f, in),
                                                view<B, H, S, S>(f, probs));
     }

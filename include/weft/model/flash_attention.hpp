@@ -25,9 +25,9 @@
 namespace weft {
 
 /// Causal attention keeping (log-sum-exp, output) instead of probabilities (see the top of this file).
-template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope>
-struct flash_attention_core : causal_attention<H, KVH, D, PosEnc> {
-  using base = causal_attention<H, KVH, D, PosEnc>;
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope, std::size_t Window = 0>
+struct flash_attention_core : causal_attention<H, KVH, D, PosEnc, Window> {
+  using base = causal_attention<H, KVH, D, PosEnc, Window>;
   using base::in_width;
   using base::out_width;
   using base::qkv_width;
@@ -52,7 +52,7 @@ struct flash_attention_core : causal_attention<H, KVH, D, PosEnc> {
       ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
       qkv = rotated;
     }
-    ops::flash_attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B * H * S>(f, lse),
+    ops::flash_attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, out), view<B * H * S>(f, lse),
                                                   view<B * S, qkv_width>(f, qkv));
     ops::copy(f.ctx, view<B * S, out_width>(f, kept_out), view<B * S, out_width>(f, static_cast<const T*>(out)));
   }
@@ -67,12 +67,12 @@ struct flash_attention_core : causal_attention<H, KVH, D, PosEnc> {
       const T* rotated = kept_out + B * S * out_width;
       const auto drot = view<B * S, qkv_width>(f, f.scratch);
       ops::zero(f.ctx, drot);
-      ops::flash_attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B * S, out_width>(f, dout),
+      ops::flash_attention_backward<B, S, H, KVH, D, Window>(f.ctx, drot, view<B * S, out_width>(f, dout),
                                                      view<B * S, qkv_width>(f, rotated),
                                                      view<B * S, out_width>(f, kept_out), view<B * H * S>(f, lse));
       ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
-      ops::flash_attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B * S, out_width>(f, dout),
+      ops::flash_attention_backward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, qkv_width>(f, din), view<B * S, out_width>(f, dout),
                                                      view<B * S, qkv_width>(f, in), view<B * S, out_width>(f, kept_out),
                                                      view<B * H * S>(f, lse));
     }

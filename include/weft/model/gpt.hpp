@@ -30,6 +30,8 @@ struct gpt_config {
   static constexpr std::size_t heads = detail::find_tag<detail::heads_tag, 0, Tags...>::value;
   static constexpr std::size_t depth = detail::find_tag<detail::depth_tag, 0, Tags...>::value;
   static constexpr std::size_t ffn = detail::find_tag<detail::ffn_tag, 4 * width, Tags...>::value;
+  /// Keys each query sees (`sliding_window<>`); 0, the default, is all before it.
+  static constexpr std::size_t sliding_window = detail::find_tag<detail::sliding_window_tag, 0, Tags...>::value;
 
   static constexpr bool all_given = vocab_size > 0 && context_length > 0 && width > 0 && heads > 0 && depth > 0;
   static_assert(all_given, "weft::gpt_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
@@ -46,7 +48,8 @@ struct gpt_config {
 namespace detail {
 template <class Cfg>
 using gpt_block = block<layernorm<Cfg::width>,
-                        attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true, export_layout::transposed>,
+                        attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true, export_layout::transposed,
+                                  Cfg::sliding_window>,
                         layernorm<Cfg::width>, gelu_mlp<Cfg::width, Cfg::ffn, true, export_layout::transposed>>;
 
 template <class Cfg>

@@ -20,6 +20,8 @@ struct depth_tag {};
 struct ffn_tag {};
 struct rope_theta_tag {};
 struct rope_scaling_tag {};
+struct tie_tag {};
+struct sliding_window_tag {};
 
 // Value of the first tag of kind `Tag` in `Ts`, else `Default`; `count` says how many there are.
 template <class Tag, std::size_t Default, class... Ts>
@@ -61,6 +63,12 @@ template <std::size_t N> struct ffn : detail::size_tag<detail::ffn_tag, N> {};
 /// Base of the rotary embedding's angles (Hugging Face configs' `rope_theta`; 10000 by default,
 /// 500000 for LLaMA 3).
 template <std::size_t N> struct rope_theta : detail::size_tag<detail::rope_theta_tag, N> {};
+/// Whether the output head multiplies by the token embedding's table (the configs'
+/// `tie_word_embeddings`: LLaMA 3.2 1B/3B, Qwen 2 0.5B/1.5B, Gemma); llama_config unties by default.
+template <bool On = true> struct tie_word_embeddings : detail::size_tag<detail::tie_tag, On ? 1 : 0> {};
+/// Keys each query attends to, itself included (the configs' `sliding_window`: Mistral 7B v0.1's
+/// 4096); none by default.
+template <std::size_t N> struct sliding_window : detail::size_tag<detail::sliding_window_tag, N> {};
 /// How the rotary frequencies are rescaled for a longer context (the configs' `rope_scaling`):
 /// rope_scaling<llama3_rope_scaling<8>> for LLaMA 3.1 (core/rope_scaling.hpp).
 template <class Scaling> struct rope_scaling {

@@ -35,6 +35,11 @@ struct llama_config {
   static constexpr std::size_t rope_theta = detail::find_tag<detail::rope_theta_tag, 10000, Tags...>::value;
   /// The rotary frequencies' scaling (no_rope_scaling unless rope_scaling<> is given).
   using rope_scaling_type = typename detail::find_type_tag<detail::rope_scaling_tag, no_rope_scaling, Tags...>::type;
+  /// Whether the head multiplies by the token table (`tie_word_embeddings<>`; untied by default).
+  static constexpr bool tied_embeddings = detail::find_tag<detail::tie_tag, 0, Tags...>::value != 0;
+  using head_tie = std::conditional_t<tied_embeddings, tied<"embed.weight">, untied>;
+  /// Keys each query sees (`sliding_window<>`, Mistral); 0, the default, is all before it.
+  static constexpr std::size_t sliding_window = detail::find_tag<detail::sliding_window_tag, 0, Tags...>::value;
 
   static constexpr bool all_given = vocab_size > 0 && context_length > 0 && width > 0 && heads > 0 && kv_heads > 0 && depth > 0;
   static_assert(all_given, "weft::llama_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
@@ -56,13 +61,14 @@ struct llama_config {
 
 namespace detail {
 template <class Cfg>
-using llama_block = block<rmsnorm<Cfg::width>, attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, false>,
+using llama_block = block<rmsnorm<Cfg::width>, attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, false,
+                                    export_layout::as_is, Cfg::sliding_window>,
                           rmsnorm<Cfg::width>, swiglu_mlp<Cfg::width, Cfg::ffn>>;
 
 template <class Cfg>
 using llama_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
                               named<"layers", repeat<Cfg::depth, llama_block<Cfg>>>, named<"norm", rmsnorm<Cfg::width>>,
-                              named<"head", lm_head<Cfg::vocab_size, Cfg::width, untied>>>;
+                              named<"head", lm_head<Cfg::vocab_size, Cfg::width, typename Cfg::head_tie>>>;
 }  // namespace detail
 
 /// A LLaMA model: token ids (batch, seq) -> logits (batch, seq, vocab).
@@ -77,8 +83,9 @@ struct llama : detail::llama_body<Cfg> {
   static constexpr std::size_t kv_heads = Cfg::kv_heads;
   static constexpr std::size_t ffn = Cfg::ffn;
   static constexpr const char* family = "llama";
-  /// Parameters only looked up, never multiplied (the untied token embedding).
-  static constexpr std::size_t lookup_param_count = Cfg::vocab_size * Cfg::width;
+  /// Parameters only looked up, never multiplied (the untied token embedding; none when the head
+  /// multiplies by it).
+  static constexpr std::size_t lookup_param_count = Cfg::tied_embeddings ? 0 : Cfg::vocab_size * Cfg::width;
 };
 
 }  // namespace weft

@@ -26,7 +26,8 @@ namespace weft {
 namespace detail {
 template <class Cfg, class Moe>
 using moe_gpt_block = block<layernorm<Cfg::width>,
-                            attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true, export_layout::transposed>,
+                            attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true,
+                                      export_layout::transposed, Cfg::sliding_window>,
                             layernorm<Cfg::width>, Moe>;
 template <class Cfg, class Moe>
 using moe_gpt_body = sequential<named<"wte", token_embedding<Cfg::vocab_size, Cfg::width>>,

@@ -30,13 +30,14 @@ template <class Cfg, class Moe>
 using moe_llama_layer = std::conditional_t<moe_llama_widths_match<Cfg, Moe>, Moe, moe_mlp<Cfg::width, 1, 1, 1>>;
 template <class Cfg, class Moe>
 using moe_llama_block = block<rmsnorm<Cfg::width>,
-                              attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, false>,
+                              attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, false,
+                                    export_layout::as_is, Cfg::sliding_window>,
                               rmsnorm<Cfg::width>, Moe>;
 template <class Cfg, class Moe>
 using moe_llama_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
                                   named<"layers", repeat<Cfg::depth, moe_llama_block<Cfg, Moe>>>,
                                   named<"norm", rmsnorm<Cfg::width>>,
-                                  named<"head", lm_head<Cfg::vocab_size, Cfg::width, untied>>>;
+                                  named<"head", lm_head<Cfg::vocab_size, Cfg::width, typename Cfg::head_tie>>>;
 }  // namespace detail
 
 /// A LLaMA model whose blocks use the mixture of experts `Moe` as their MLP:
@@ -56,8 +57,9 @@ struct moe_llama : detail::moe_llama_body<Cfg, detail::moe_llama_layer<Cfg, Moe>
   static constexpr std::size_t kv_heads = Cfg::kv_heads;
   static constexpr std::size_t ffn = Moe::ffn;
   static constexpr const char* family = "moe_llama";
-  /// Parameters only looked up, never multiplied (the untied token embedding).
-  static constexpr std::size_t lookup_param_count = Cfg::vocab_size * Cfg::width;
+  /// Parameters only looked up, never multiplied (the untied token embedding; none when the head
+  /// multiplies by it).
+  static constexpr std::size_t lookup_param_count = Cfg::tied_embeddings ? 0 : Cfg::vocab_size * Cfg::width;
   /// Expert parameters a token does not use (see moe_gpt::inactive_param_count).
   static constexpr std::size_t inactive_param_count =
       Cfg::depth * (Moe::experts - Moe::top_k) * (Moe::expert_in * Cfg::width + Cfg::width * Moe::ffn);

@@ -112,8 +112,9 @@ struct tensor_parallel_qk_norm : qk_norm<H, KVH, D> {
 };
 
 /// attention<> with QK-norm: `c_attn` -> `qk_norm` -> causal attention (rope after the norm)
-/// -> `c_proj`. Names: c_attn, qk_norm.q_weight, qk_norm.k_weight, c_proj.
-template <std::size_t C, std::size_t H, std::size_t KVH = H, class PosEnc = rope, bool Bias = false>
+/// -> `c_proj`. Names: c_attn, qk_norm.q_weight, qk_norm.k_weight, c_proj. `Window` as attention<>'s.
+template <std::size_t C, std::size_t H, std::size_t KVH = H, class PosEnc = rope, bool Bias = false,
+          std::size_t Window = 0>
 using qk_norm_attention = sequential<
     named<"c_attn", linear<C, (detail::attention_shape<C, H, KVH>::h + 2 * detail::attention_shape<C, H, KVH>::kvh) *
                                   detail::attention_shape<C, H, KVH>::head_size,
@@ -124,7 +125,7 @@ using qk_norm_attention = sequential<
     named<"qk_norm", qk_norm<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
                              detail::attention_shape<C, H, KVH>::head_size>>,
     causal_attention<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
-                     detail::attention_shape<C, H, KVH>::head_size, PosEnc>,
+                     detail::attention_shape<C, H, KVH>::head_size, PosEnc, Window>,
     named<"c_proj", linear<detail::attention_shape<C, H, KVH>::h * detail::attention_shape<C, H, KVH>::head_size, C,
                            role::row, Bias, init::normal_residual<20>>>>;
 

@@ -110,9 +110,9 @@ struct recomputed<repeat<N, Block, First>> {
 
 /// causal_attention that keeps no softmax probabilities: backward recomputes them (selective
 /// recomputation). With rope it still keeps the rotated q, k, v, from which they are recomputed.
-template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope>
-struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
-  using base = causal_attention<H, KVH, D, PosEnc>;
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc = no_rope, std::size_t Window = 0>
+struct selective_attention : causal_attention<H, KVH, D, PosEnc, Window> {
+  using base = causal_attention<H, KVH, D, PosEnc, Window>;
   using base::in_width;
   using base::out_width;
   using base::qkv_width;
@@ -133,10 +133,10 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     if constexpr (PosEnc::enabled) {
       auto* rotated = f.kept;  // (batch, seq, qkv_width)
       ops::rope_forward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, rotated), view<B * S, qkv_width>(f, in));
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+      ops::attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, rotated));
     } else {
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
+      ops::attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, out), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, in));
     }
   }
@@ -151,18 +151,18 @@ struct selective_attention : causal_attention<H, KVH, D, PosEnc> {
     if constexpr (PosEnc::enabled) {
       const T* rotated = f.kept;
       // recompute the probabilities (the output lands in tail, dropped)
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),
+      ops::attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, rotated));
       const auto drot = view<B * S, qkv_width>(f, tail);  // now the rotated gradient
       ops::zero(f.ctx, drot);
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
+      ops::attention_backward<B, S, H, KVH, D, Window>(f.ctx, drot, view<B, H, S, S>(f, dprobs), view<B * S, out_width>(f, dout),
                                                view<B * S, qkv_width>(f, rotated), view<B, H, S, S>(f, probs));
       ops::rope_backward<B, S, H, KVH, D, PosEnc::base, PosEnc::template dims<D>, typename PosEnc::scaling>(f.ctx, view<B * S, qkv_width>(f, din), drot);
     } else {
       // recompute the probabilities
-      ops::attention_forward<B, S, H, KVH, D>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),
+      ops::attention_forward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, out_width>(f, tail), view<B, H, S, S>(f, probs),
                                               view<B * S, qkv_width>(f, in));
-      ops::attention_backward<B, S, H, KVH, D>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
+      ops::attention_backward<B, S, H, KVH, D, Window>(f.ctx, view<B * S, qkv_width>(f, din), view<B, H, S, S>(f, dprobs),
                                                view<B * S, out_width>(f, dout), view<B * S, qkv_width>(f, in),
                                                view<B, H, S, S>(f, probs));
     }

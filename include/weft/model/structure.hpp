@@ -92,11 +92,11 @@ template <std::size_t H>
 struct structure_leaf_kind<swiglu<H>> {
   static std::string text() { return "swiglu"; }
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, class Pos>
-struct structure_leaf_kind<causal_attention<H, KVH, D, Pos>> {
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t W>
+struct structure_leaf_kind<causal_attention<H, KVH, D, Pos, W>> {
   static std::string text() {
     return cat("causal_attention(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH), ",head_size=",
-               std::to_string(D), position_text());
+               std::to_string(D), W ? cat(",window=", std::to_string(W)) : std::string(), position_text());
   }
   // The default rope keeps its historical text, so earlier checkpoints' structures still match.
   static std::string position_text() {

@@ -3,7 +3,9 @@
 // The packed input `qkv` holds, per token, H query heads, then KVH key heads, then KVH value
 // heads, each head D contiguous values: (batch, seq, (H + 2*KVH) * D). Query head h reads kv
 // head h / (H / KVH), so KVH == H is multi-head attention and KVH == 1 multi-query attention.
-// Scores are scaled by 1/sqrt(D) and masked causally (query t sees keys 0..t).
+// Scores are scaled by 1/sqrt(D) and masked causally (query t sees keys 0..t), and with a
+// sliding window of W keys (the ops' last size, 0 = none; Mistral, Gemma 2's local layers) query t
+// sees only keys t - W < t2 <= t, as Hugging Face's sliding_window: W = 4096 keeps 4096 keys.
 //
 // Work is split over (batch, head) pairs; every inner loop is a contiguous run over D
 // (a dot product or an axpy) so the compiler can vectorise it. Only the lower triangle of
@@ -64,67 +66,82 @@ inline T attention_scale() {
   return static_cast<T>(1.0L / std::sqrt(static_cast<long double>(D)));
 }
 
+// The first key query t sees under a window of W keys (W = 0: no window, key 0).
+template <std::size_t W>
+constexpr std::size_t window_first(std::size_t t) {
+  return W == 0 || t < W ? 0 : t + 1 - W;
+}
+// One past the last query that sees key t2 under a window of W keys (W = 0: every later query).
+template <std::size_t W, std::size_t S>
+constexpr std::size_t window_end(std::size_t t2) {
+  return W == 0 || t2 + W > S ? S : t2 + W;
+}
+
 // ---- one (batch, head) pair of the forward ----
 // q, k, v point at the head's first token; consecutive tokens are Ld apart. out rows are LdOut apart.
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t W, class T>
 void attention_forward_head(T* out, T* att, const T* q, const T* k, const T* v, T scale) {
   for (std::size_t t = 0; t < S; ++t) {
     const T* q_t = q + t * Ld;  // (D)
     T* att_t = att + t * S;     // (S) row t of the probabilities
+    const std::size_t lo = window_first<W>(t);
+    for (std::size_t t2 = 0; t2 < lo; ++t2) att_t[t2] = 0;  // masked: keys before the window
 
-    // scaled scores for keys 0..t, then a max-shifted softmax over them
-    T max_score = scale * attention_dot<D>(q_t, k);
-    att_t[0] = max_score;
-    for (std::size_t t2 = 1; t2 <= t; ++t2) {
+    // scaled scores for keys lo..t, then a max-shifted softmax over them
+    T max_score = scale * attention_dot<D>(q_t, k + lo * Ld);
+    att_t[lo] = max_score;
+    for (std::size_t t2 = lo + 1; t2 <= t; ++t2) {
       const T score = scale * attention_dot<D>(q_t, k + t2 * Ld);
       att_t[t2] = score;
       if (score > max_score) max_score = score;
     }
     acc_t<T> sum = 0;  // a row statistic over up to S terms: wide for float
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    for (std::size_t t2 = lo; t2 <= t; ++t2) {
       const T e = std::exp(att_t[t2] - max_score);
       att_t[t2] = e;
       sum += e;
     }
     const T inv_sum = static_cast<T>(1 / sum);
-    for (std::size_t t2 = 0; t2 <= t; ++t2) att_t[t2] *= inv_sum;
+    for (std::size_t t2 = lo; t2 <= t; ++t2) att_t[t2] *= inv_sum;
     for (std::size_t t2 = t + 1; t2 < S; ++t2) att_t[t2] = 0;  // masked: future keys
 
     // out_t = sum over visible keys of att[t, t2] * v_t2
     T* out_t = out + t * LdOut;  // (D)
     for (std::size_t i = 0; i < D; ++i) out_t[i] = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) attention_axpy<D>(out_t, att_t[t2], v + t2 * Ld);
+    for (std::size_t t2 = lo; t2 <= t; ++t2) attention_axpy<D>(out_t, att_t[t2], v + t2 * Ld);
   }
 }
 
 // ---- backward, first pass over one (batch, head): d(preatt) into scratch and dq ----
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t W, class T>
 void attention_backward_query(T* dq, T* dpre, const T* dout, const T* att, const T* k, const T* v, T scale) {
   for (std::size_t t = 0; t < S; ++t) {
     const T* dout_t = dout + t * LdOut;  // (D)
     const T* att_t = att + t * S;        // (S)
     T* dpre_t = dpre + t * S;            // (S)
+    const std::size_t lo = window_first<W>(t);
+    for (std::size_t t2 = 0; t2 < lo; ++t2) dpre_t[t2] = 0;
 
     // d(att)[t, t2] = dout_t . v_t2, kept in dpre_t until the softmax backward below
     acc_t<T> row_sum = 0;  // sum over t2 of att * d(att), a row statistic
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    for (std::size_t t2 = lo; t2 <= t; ++t2) {
       const T datt = attention_dot<D>(dout_t, v + t2 * Ld);
       dpre_t[t2] = datt;
       row_sum += att_t[t2] * datt;
     }
     const T row_dot = static_cast<T>(row_sum);
     // softmax backward: d(preatt) = att * (d(att) - sum(att * d(att)))
-    for (std::size_t t2 = 0; t2 <= t; ++t2) dpre_t[t2] = att_t[t2] * (dpre_t[t2] - row_dot);
+    for (std::size_t t2 = lo; t2 <= t; ++t2) dpre_t[t2] = att_t[t2] * (dpre_t[t2] - row_dot);
     for (std::size_t t2 = t + 1; t2 < S; ++t2) dpre_t[t2] = 0;
 
     // preatt = scale * q . k, so dq_t += scale * sum over t2 of d(preatt) * k_t2
     T* dq_t = dq + t * Ld;  // (D)
-    for (std::size_t t2 = 0; t2 <= t; ++t2) attention_axpy<D>(dq_t, scale * dpre_t[t2], k + t2 * Ld);
+    for (std::size_t t2 = lo; t2 <= t; ++t2) attention_axpy<D>(dq_t, scale * dpre_t[t2], k + t2 * Ld);
   }
 }
 
 // ---- backward, second pass for one query head of a kv head: dk and dv ----
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t W, class T>
 void attention_backward_key_value(T* dk, T* dv, const T* dpre, const T* att, const T* q, const T* dout,
                                   T scale) {
   for (std::size_t t = 0; t < S; ++t) {
@@ -132,7 +149,7 @@ void attention_backward_key_value(T* dk, T* dv, const T* dpre, const T* att, con
     const T* dout_t = dout + t * LdOut;  // (D)
     const T* dpre_t = dpre + t * S;      // (S)
     const T* att_t = att + t * S;        // (S)
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    for (std::size_t t2 = window_first<W>(t); t2 <= t; ++t2) {
       attention_axpy<D>(dk + t2 * Ld, scale * dpre_t[t2], q_t);
       attention_axpy<D>(dv + t2 * Ld, att_t[t2], dout_t);
     }
@@ -146,7 +163,8 @@ void attention_backward_key_value(T* dk, T* dv, const T* dpre, const T* att, con
 // inside it) so dk_t2 and dv_t2 are complete before they are stored.
 // Also the forward of the row-statistics form (ops/flash_attention.hpp): `att` null keeps no
 // probabilities, `lse` (when given) receives each row's log-sum-exp; the arithmetic is the same.
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T, class Stat = compute_t<T>>
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t W, class T,
+          class Stat = compute_t<T>>
 void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const T* v, compute_t<T> scale,
                                   Stat* lse = nullptr) {
   using F = compute_t<T>;
@@ -154,20 +172,23 @@ void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const 
   F acc_out[D];  // (D) out_t
   for (std::size_t t = 0; t < S; ++t) {
     const T* q_t = q + t * Ld;  // (D)
-    F max_score = scale * attention_dot<D>(q_t, k);
-    row[0] = max_score;
-    for (std::size_t t2 = 1; t2 <= t; ++t2) {
+    const std::size_t lo = window_first<W>(t);
+    F max_score = scale * attention_dot<D>(q_t, k + lo * Ld);
+    row[lo] = max_score;
+    for (std::size_t t2 = lo + 1; t2 <= t; ++t2) {
       row[t2] = scale * attention_dot<D>(q_t, k + t2 * Ld);
       if (row[t2] > max_score) max_score = row[t2];
     }
     acc_t<T> sum = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    for (std::size_t t2 = lo; t2 <= t; ++t2) {
       row[t2] = std::exp(row[t2] - max_score);
       sum += row[t2];
     }
     const F inv_sum = static_cast<F>(1 / sum);
     for (std::size_t i = 0; i < D; ++i) acc_out[i] = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    if (att)
+      for (std::size_t t2 = 0; t2 < lo; ++t2) att[t * S + t2] = T(0.0f);
+    for (std::size_t t2 = lo; t2 <= t; ++t2) {
       const F p = row[t2] * inv_sum;
       if (att) att[t * S + t2] = T(p);
       const T* v_t2 = v + t2 * Ld;  // (D)
@@ -181,7 +202,7 @@ void attention_forward_head_mixed(T* out, T* att, const T* q, const T* k, const 
   }
 }
 
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, class T>
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t W, class T>
 void attention_backward_query_mixed(T* dq, T* dpre, const T* dout, const T* att, const T* k, const T* v,
                                     compute_t<T> scale) {
   using F = compute_t<T>;
@@ -191,14 +212,16 @@ void attention_backward_query_mixed(T* dq, T* dpre, const T* dout, const T* att,
     const T* dout_t = dout + t * LdOut;  // (D)
     const T* att_t = att + t * S;        // (S)
     T* dpre_t = dpre + t * S;            // (S)
+    const std::size_t lo = window_first<W>(t);
+    for (std::size_t t2 = 0; t2 < lo; ++t2) dpre_t[t2] = T(0.0f);
     acc_t<T> row_sum = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    for (std::size_t t2 = lo; t2 <= t; ++t2) {
       datt[t2] = attention_dot<D>(dout_t, v + t2 * Ld);
       row_sum += F(att_t[t2]) * datt[t2];
     }
     const F row_dot = static_cast<F>(row_sum);
     for (std::size_t i = 0; i < D; ++i) acc_dq[i] = 0;
-    for (std::size_t t2 = 0; t2 <= t; ++t2) {
+    for (std::size_t t2 = lo; t2 <= t; ++t2) {
       const F dp = F(att_t[t2]) * (datt[t2] - row_dot);
       dpre_t[t2] = T(dp);
       const T* k_t2 = k + t2 * Ld;  // (D)
@@ -212,7 +235,7 @@ void attention_backward_query_mixed(T* dq, T* dpre, const T* dout, const T* att,
 
 // dk and dv of one kv head, summed over the Group query heads that read it. q, dout, dpre and
 // att point at the group's first query head; heads are D (q, dout) or S*S (dpre, att) apart.
-template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t Group, class T>
+template <std::size_t S, std::size_t D, std::size_t Ld, std::size_t LdOut, std::size_t Group, std::size_t W, class T>
 void attention_backward_key_value_mixed(T* dk, T* dv, const T* dpre, const T* att, const T* q, const T* dout,
                                         compute_t<T> scale) {
   using F = compute_t<T>;
@@ -220,7 +243,7 @@ void attention_backward_key_value_mixed(T* dk, T* dv, const T* dpre, const T* at
   for (std::size_t t2 = 0; t2 < S; ++t2) {
     for (std::size_t i = 0; i < D; ++i) acc_dk[i] = acc_dv[i] = 0;
     for (std::size_t g = 0; g < Group; ++g) {
-      for (std::size_t t = t2; t < S; ++t) {
+      for (std::size_t t = t2; t < window_end<W, S>(t2); ++t) {
         const F dp = scale * F(dpre[g * S * S + t * S + t2]);
         const F a = F(att[g * S * S + t * S + t2]);
         const T* q_t = q + g * D + t * Ld;           // (D)
@@ -246,17 +269,18 @@ void attention_backward_key_value_mixed(T* dk, T* dv, const T* dpre, const T* at
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
 inline constexpr std::size_t attention_scratch_v = B * H * S * S;
 
-/// Causal self-attention forward with grouped-query heads.
+/// Causal self-attention forward with grouped-query heads (and a sliding window of W keys, W > 0).
 /// out (B, S, H*D) is overwritten; att (B, H, S, S) receives the softmax probabilities (kept for
-/// backward; entries above the diagonal are 0); qkv is (B, S, (H + 2*KVH) * D) as described above.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+/// backward; entries above the diagonal, and before the window, are 0); qkv is
+/// (B, S, (H + 2*KVH) * D) as described above.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 struct attention_forward_op {
   using signature = ops::signature<args::out<B * S, H * D>, args::out<B * H * S * S>, args::in<B * S, (H + 2 * KVH) * D>>;
 };
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
-inline constexpr op_fn<attention_forward_op<B, S, H, KVH, D>> attention_forward{};
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
-void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out, T* att, const T* qkv) {
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
+inline constexpr op_fn<attention_forward_op<B, S, H, KVH, D, W>> attention_forward{};
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, host_element T>
+void op_impl(attention_forward_op<B, S, H, KVH, D, W>, const host_context&, T* out, T* att, const T* qkv) {
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
   constexpr std::size_t ld_out = dims::out_width;
@@ -270,7 +294,7 @@ void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out,
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t kvh = h / dims::group;
         const T* base = qkv + b * S * ld;  // (seq, qkv_width)
-        detail::attention_forward_head_mixed<S, D, ld, ld_out>(
+        detail::attention_forward_head_mixed<S, D, ld, ld_out, W>(
             out + b * S * ld_out + h * D, att + (b * H + h) * S * S, base + h * D, base + dims::k_offset + kvh * D,
             base + dims::v_offset + kvh * D, scale);
       }
@@ -284,7 +308,7 @@ void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out,
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t kvh = h / dims::group;
         const T* base = qkv + b * S * ld;  // (seq, qkv_width) of this batch row
-        detail::attention_forward_head<S, D, ld, ld_out>(out + b * S * ld_out + h * D,  // (seq, D)
+        detail::attention_forward_head<S, D, ld, ld_out, W>(out + b * S * ld_out + h * D,  // (seq, D)
                                                          att + (b * H + h) * S * S,     // (seq, seq)
                                                          base + h * D,                  // q head h
                                                          base + dims::k_offset + kvh * D,
@@ -298,14 +322,14 @@ void op_impl(attention_forward_op<B, S, H, KVH, D>, const host_context&, T* out,
 /// scratch: attention_scratch_v<B, S, H, KVH, D> elements; on return it holds d(loss)/d(preatt),
 /// the gradient of the pre-softmax scores (B, H, S, S), 0 above the diagonal.
 /// att is the forward's kept probabilities for the same qkv.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 struct attention_backward_op {
   using signature = ops::signature<args::out<B * S, (H + 2 * KVH) * D>, args::out<B * H * S * S>, args::in<B * S, H * D>, args::in<B * S, (H + 2 * KVH) * D>, args::in<B * H * S * S>>;
 };
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
-inline constexpr op_fn<attention_backward_op<B, S, H, KVH, D>> attention_backward{};
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, host_element T>
-void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqkv, T* scratch, const T* dout,
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
+inline constexpr op_fn<attention_backward_op<B, S, H, KVH, D, W>> attention_backward{};
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, host_element T>
+void op_impl(attention_backward_op<B, S, H, KVH, D, W>, const host_context&, T* dqkv, T* scratch, const T* dout,
              const T* qkv, const T* att) {
   using dims = detail::attention_dims<B, S, H, KVH, D>;
   constexpr std::size_t ld = dims::qkv_width;
@@ -320,7 +344,7 @@ void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqk
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t kvh = h / dims::group;
         const T* base = qkv + b * S * ld;  // (seq, qkv_width)
-        detail::attention_backward_query_mixed<S, D, ld, ld_out>(
+        detail::attention_backward_query_mixed<S, D, ld, ld_out, W>(
             dqkv + b * S * ld + h * D, scratch + (b * H + h) * S * S, dout + b * S * ld_out + h * D,
             att + (b * H + h) * S * S, base + dims::k_offset + kvh * D, base + dims::v_offset + kvh * D, scale);
       }
@@ -333,7 +357,7 @@ void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqk
         const std::size_t h0 = kvh * dims::group;  // the group's first query head
         const T* base = qkv + b * S * ld;          // (seq, qkv_width)
         T* dbase = dqkv + b * S * ld;              // (seq, qkv_width)
-        detail::attention_backward_key_value_mixed<S, D, ld, ld_out, dims::group>(
+        detail::attention_backward_key_value_mixed<S, D, ld, ld_out, dims::group, W>(
             dbase + dims::k_offset + kvh * D, dbase + dims::v_offset + kvh * D, scratch + (b * H + h0) * S * S,
             att + (b * H + h0) * S * S, base + h0 * D, dout + b * S * ld_out + h0 * D, scale);
       }
@@ -348,7 +372,7 @@ void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqk
       for (std::size_t h = 0; h < H; ++h) {
         const std::size_t kvh = h / dims::group;
         const T* base = qkv + b * S * ld;  // (seq, qkv_width)
-        detail::attention_backward_query<S, D, ld, ld_out>(dqkv + b * S * ld + h * D,          // dq head h
+        detail::attention_backward_query<S, D, ld, ld_out, W>(dqkv + b * S * ld + h * D,          // dq head h
                                                            scratch + (b * H + h) * S * S,     // (seq, seq)
                                                            dout + b * S * ld_out + h * D,     // (seq, D)
                                                            att + (b * H + h) * S * S,         // (seq, seq)
@@ -369,7 +393,7 @@ void op_impl(attention_backward_op<B, S, H, KVH, D>, const host_context&, T* dqk
         T* dbase = dqkv + b * S * ld;      // (seq, qkv_width)
         for (std::size_t g = 0; g < dims::group; ++g) {
           const std::size_t h = kvh * dims::group + g;
-          detail::attention_backward_key_value<S, D, ld, ld_out>(dbase + dims::k_offset + kvh * D,  // dk
+          detail::attention_backward_key_value<S, D, ld, ld_out, W>(dbase + dims::k_offset + kvh * D,  // dk
                                                                  dbase + dims::v_offset + kvh * D,  // dv
                                                                  scratch + (b * H + h) * S * S,
                                                                  att + (b * H + h) * S * S,

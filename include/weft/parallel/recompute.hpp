@@ -94,13 +94,13 @@ struct recompute_map<repeat<N, Block, First>, K, Fl> {
                                   recomputed<repeat<N, recompute_map_t<Block, recompute_kind::none, Fl>, First>>,
                                   repeat<N, recompute_map_t<Block, K, Fl>, First>>;
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc, recompute_kind K, bool Fl>
-struct recompute_map<causal_attention<H, KVH, D, PosEnc>, K, Fl> {
+template <std::size_t H, std::size_t KVH, std::size_t D, class PosEnc, std::size_t W, recompute_kind K, bool Fl>
+struct recompute_map<causal_attention<H, KVH, D, PosEnc, W>, K, Fl> {
   // flash_attention keeps no probabilities at all, so selective recomputation has nothing left to drop
   using type = std::conditional_t<
-      Fl, flash_attention_core<H, KVH, D, PosEnc>,
-      std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc>,
-                         causal_attention<H, KVH, D, PosEnc>>>;
+      Fl, flash_attention_core<H, KVH, D, PosEnc, W>,
+      std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc, W>,
+                         causal_attention<H, KVH, D, PosEnc, W>>>;
 };
 // A pipeline stage's carried copy of a tied embedding: the stage's layers mapped, the carried
 // parameters left as they are (they are never run).

@@ -6,7 +6,7 @@
 //                                                       MLPs); under SP a tp_region
 //   linear<In, Out, column>                             column_parallel_linear (Out/TP outputs)
 //   linear<In, Out, row>                                row_parallel_linear (In/TP inputs)
-//   causal_attention<H, KVH, D, Pos>                    causal_attention<H/TP, KVH/TP, D, Pos>
+//   causal_attention<H, KVH, D, Pos, W>                 causal_attention<H/TP, KVH/TP, D, Pos, W>
 //   gelu<F>, swiglu<F>                                  gelu<F/TP>, swiglu<F/TP>
 //   token_embedding<V, C>, lm_head<V, C, Tie>           vocabulary-parallel forms
 //   positional_embedding<Ctx, C>                        itself (SP: on the sequence slice)
@@ -177,24 +177,24 @@ struct tp_shard<linear<In, Out, Role, Bias, Init, Export, Packing>, TP, SP, R> {
       Role == role::column, column_parallel_linear<In, Out, TP, SP, Bias, Init, Export, Packing>,
       std::conditional_t<Role == role::row, row_parallel_linear<In, Out, TP, SP, Bias, Init, Export>, L>>;
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t TP, bool SP, bool R>
-struct tp_shard<causal_attention<H, KVH, D, Pos>, TP, SP, R> {
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t W, std::size_t TP, bool SP, bool R>
+struct tp_shard<causal_attention<H, KVH, D, Pos, W>, TP, SP, R> {
   static constexpr bool heads_divisible = diag::divisible<H, TP>;
   static_assert(heads_divisible, "weft::tensor_parallel: heads is not divisible by tp. Choose a tp that divides heads.");
   static constexpr bool kv_heads_divisible = diag::divisible<KVH, TP>;
   static_assert(kv_heads_divisible, "weft::tensor_parallel: kv_heads is not divisible by tp, so the key/value heads cannot be split. Choose a tp that divides kv_heads.");
-  static_assert(detail::tp_inside<causal_attention<H, KVH, D, Pos>, R>);
-  using type = causal_attention<(heads_divisible ? H / TP : 1), (kv_heads_divisible ? KVH / TP : 1), D, Pos>;
+  static_assert(detail::tp_inside<causal_attention<H, KVH, D, Pos, W>, R>);
+  using type = causal_attention<(heads_divisible ? H / TP : 1), (kv_heads_divisible ? KVH / TP : 1), D, Pos, W>;
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t TP, bool SP, bool R>
-struct tp_shard<selective_attention<H, KVH, D, Pos>, TP, SP, R> {
-  using checked = tp_shard_t<causal_attention<H, KVH, D, Pos>, TP, SP, R>;  // the same checks as attention's
-  using type = selective_attention<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos>;
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t W, std::size_t TP, bool SP, bool R>
+struct tp_shard<selective_attention<H, KVH, D, Pos, W>, TP, SP, R> {
+  using checked = tp_shard_t<causal_attention<H, KVH, D, Pos, W>, TP, SP, R>;  // the same checks as attention's
+  using type = selective_attention<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos, W>;
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t TP, bool SP, bool R>
-struct tp_shard<flash_attention_core<H, KVH, D, Pos>, TP, SP, R> {
-  using checked = tp_shard_t<causal_attention<H, KVH, D, Pos>, TP, SP, R>;  // the same checks as attention's
-  using type = flash_attention_core<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos>;
+template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t W, std::size_t TP, bool SP, bool R>
+struct tp_shard<flash_attention_core<H, KVH, D, Pos, W>, TP, SP, R> {
+  using checked = tp_shard_t<causal_attention<H, KVH, D, Pos, W>, TP, SP, R>;  // the same checks as attention's
+  using type = flash_attention_core<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos, W>;
 };
 template <std::size_t F, std::size_t TP, bool SP, bool R>
 struct tp_shard<gelu<F>, TP, SP, R> {

@@ -112,9 +112,10 @@ constexpr model_desc gpt_desc(std::size_t depth, std::size_t width, std::size_t 
   return m;
 }
 
-/// llama<llama_config<...>>'s counts: RMSNorm, grouped-query attention without biases, SwiGLU, untied head.
+/// llama<llama_config<...>>'s counts: RMSNorm, grouped-query attention without biases, SwiGLU, an
+/// untied head (or, `tied`, one that multiplies by the token table: tie_word_embeddings<>).
 constexpr model_desc llama_desc(std::size_t depth, std::size_t width, std::size_t heads, std::size_t kv_heads,
-                                std::size_t vocab, std::size_t context, std::size_t ffn = 0) noexcept {
+                                std::size_t vocab, std::size_t context, std::size_t ffn = 0, bool tied = false) noexcept {
   model_desc m{};
   if (kv_heads == 0) kv_heads = heads;
   if (ffn == 0) ffn = (8 * width / 3 + 63) / 64 * 64;
@@ -123,8 +124,9 @@ constexpr model_desc llama_desc(std::size_t depth, std::size_t width, std::size_
   const std::size_t h = width, kv = kv_heads * (width / heads);
   m.pre = {0, vocab * h};
   m.block = {2 * h, h * h + 2 * h * kv + h * h + 3 * h * ffn};
-  m.post = {h, vocab * h};
-  m.lookup_params = vocab * h;
+  m.post = {h, tied ? 0 : vocab * h};
+  m.tied_table = tied ? vocab * h : 0;
+  m.lookup_params = tied ? 0 : vocab * h;
   return m;
 }
 
