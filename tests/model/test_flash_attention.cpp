@@ -81,7 +81,8 @@ void check_model() {
   using p_flash = plan_of<M, none, flash_attention>;
   using p_flash_full = plan_of<M, full, flash_attention>;
   using p_flash_sel = plan_of<M, selective, flash_attention>;
-  constexpr std::size_t B = p_none::B, S = p_none::S, N = M::depth, H = M::heads, C = M::width;
+  constexpr std::size_t B = p_none::B, S = p_none::S, N = M::depth, H = M::heads;
+  constexpr std::size_t Dh = weft::detail::head_dim_of<M>();  // width / heads unless head_dim<> is set
 
   STATIC_REQUIRE(p_flash::flash);
   STATIC_REQUIRE(!p_none::flash);
@@ -90,14 +91,14 @@ void check_model() {
   // selective recomputation has nothing left to drop: the same executed model
   STATIC_REQUIRE(std::is_same_v<typename p_flash_sel::model, typename p_flash::model>);
   // per layer: the probabilities (B, H, S, S) give way to the row statistics (norm_stat_slots)
-  // and the output copy (B, S, H·D = C)
-  constexpr std::size_t per_layer_none = B * H * S * S, per_layer_flash = norm_stat_slots<B * H * S> + B * S * C;
+  // and the output copy (B, S, H·D)
+  constexpr std::size_t per_layer_none = B * H * S * S, per_layer_flash = norm_stat_slots<B * H * S> + B * S * H * Dh;
   CHECK(p_none::kept_count - p_flash::kept_count == N * (per_layer_none - per_layer_flash));
   CHECK(p_flash::scratch_count <= p_none::scratch_count);
   // the analytic model (Korthikanti's terms) drops the same probabilities and adds the same
   // statistics (8-byte in f64) and output copy
   constexpr std::size_t e = sizeof(double);
-  CHECK(p_none::memory::layer_bytes - p_flash::memory::layer_bytes == B * H * S * S * e - B * H * S * (e + (C / H) * e));
+  CHECK(p_none::memory::layer_bytes - p_flash::memory::layer_bytes == B * H * S * S * e - B * H * S * (e + Dh * e));
 
   const run_result r_none = train<p_none>(4);
   const run_result r_flash = train<p_flash>(4);
@@ -152,6 +153,20 @@ TEST_CASE("llama and gpt with a sliding window: flash and probabilities agree, a
   // selective recomputation recomputes the windowed probabilities: bit-identical training
   const run_result sel = train<plan_of<mistral_like, selective>>(2), none_2 = train<plan_of<mistral_like, none>>(2);
   CHECK(sel.losses == none_2.losses);
+}
+
+TEST_CASE("Qwen-shaped llamas (q, k, v bias; a head size of its own; QK-norm): flash and probabilities agree",
+          "[model][attention]") {
+  // 4 heads of 6 on a width of 16: the attention works in 24 wide
+  using qwen_like = llama<llama_config<vocab<13>, context<16>, width<16>, heads<4>, kv_heads<2>, head_dim<6>, depth<3>,
+                                       ffn<24>, qkv_bias<>, query_key_norm<>, tie_word_embeddings<>>>;
+  STATIC_REQUIRE(qwen_like::head_dim == 6);
+  STATIC_REQUIRE(qwen_like::find_param("layers.0.attn.c_attn.bias") != npos_param);
+  STATIC_REQUIRE(qwen_like::find_param("layers.0.attn.c_proj.bias") == npos_param);
+  STATIC_REQUIRE(qwen_like::find_param("layers.0.attn.qk_norm.q_weight") != npos_param);
+  STATIC_REQUIRE(qwen_like::param_count == 13 * 16 + 16 + 3 * (2 * 16 + (24 + 2 * 12) * 16 + (24 + 2 * 12) + 2 * 6 +
+                                                              24 * 16 + 3 * 16 * 24));
+  check_model<qwen_like>();
 }
 
 TEST_CASE("llama with LLaMA 3.1's frequency scaling and flash_attention: trains as the probabilities model",

@@ -29,10 +29,12 @@ using gpt_t = gpt<gpt_config<vocab<32>, context<8>, width<16>, heads<4>, depth<D
 template <std::size_t Depth>
 using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>>>;
 // The LLaMA variants (llama-variant): a head that multiplies by the token table (LLaMA 3.2's
-// small models), a base-500000 rotary (LLaMA 3) and a sliding window of 5 of the 8 tokens (Mistral)
+// small models), a base-500000 rotary (LLaMA 3), a sliding window of 5 of the 8 tokens (Mistral),
+// and Qwen's q, k, v bias, QK-norm and 4 heads of 6 on a width of 16
 template <std::size_t Depth>
-using llama_variant_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>,
-                                           tie_word_embeddings<>, rope_theta<500000>, sliding_window<5>>>;
+using llama_variant_t =
+    llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>, tie_word_embeddings<>,
+                       rope_theta<500000>, sliding_window<5>, qkv_bias<>, query_key_norm<>, head_dim<6>>>;
 constexpr std::size_t B = 2, S = 8;  // per rank: micro-batches of 2 sequences of 8 tokens
 constexpr std::size_t K = 2;         // micro-batches per step when there is no pipeline
 

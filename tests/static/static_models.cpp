@@ -106,6 +106,10 @@ using llama32_1b = llama<llama_config<vocab<128256>, context<131072>, width<2048
                                       tie_word_embeddings<>>>;
 using mistral_7b = llama<llama_config<vocab<32000>, context<8192>, width<4096>, heads<32>, kv_heads<8>, depth<32>,
                                       ffn<14336>, sliding_window<4096>>>;
+using qwen25_05b = llama<llama_config<vocab<151936>, context<32768>, width<896>, heads<14>, kv_heads<2>, depth<24>,
+                                      ffn<4864>, rope_theta<1000000>, qkv_bias<>, tie_word_embeddings<>>>;
+using qwen3_06b = llama<llama_config<vocab<151936>, context<40960>, width<1024>, heads<16>, kv_heads<8>, head_dim<128>,
+                                     depth<28>, ffn<3072>, rope_theta<1000000>, query_key_norm<>, tie_word_embeddings<>>>;
 // example-end ready-models
 static_assert(llama3_8b::param_count == 8030261248);  // Meta-Llama-3-8B as Hugging Face counts it
 static_assert(llama3_8b::config::rope_theta == 500000 && tiny_llama::config::rope_theta == 10000);
@@ -114,6 +118,15 @@ static_assert(std::is_same_v<typename llama31_8b::config::block_position, rotary
 static_assert(llama31_8b::param_count == llama3_8b::param_count);  // the scaling and context add no parameter
 static_assert(llama32_1b::param_count == 1235814400);
 static_assert(mistral_7b::param_count == 7241732096);  // Mistral-7B-v0.1 as Hugging Face counts it
+static_assert(qwen25_05b::param_count == 494032768);   // Qwen2.5-0.5B as Hugging Face counts it
+// Qwen3-0.6B: 16 heads of 128 on a width of 1024; 0.44B without the embedding, as its model card says
+static_assert(qwen3_06b::param_count == 596049920 && qwen3_06b::param_count - 151936 * 1024 == 440467456);
+static_assert(qwen3_06b::head_dim == 128 && qwen25_05b::head_dim == 64);
+// the plan's attention FLOPs count heads · head_dim (24 here), not the width (16)
+using wide_heads = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, head_dim<6>, depth<2>,
+                                      tie_word_embeddings<>>>;
+static_assert(plan<wide_heads, batch<micro<1>, seq<8>>>::flops_per_token ==
+              6 * wide_heads::param_count + 12 * 2 * 4 * 6 * 8);
 static_assert(mistral_7b::config::sliding_window == 4096 && llama3_8b::config::sliding_window == 0);  // Llama-3.2-1B as Hugging Face counts it (tied head)
 static_assert(llama32_1b::lookup_param_count == 0 && llama3_8b::lookup_param_count == 128256 * 4096);
 static_assert(language_model<gpt2_124m> && gpt2_124m::param_count == 124439808);  // Hugging Face's gpt2

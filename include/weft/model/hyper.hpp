@@ -22,6 +22,9 @@ struct rope_theta_tag {};
 struct rope_scaling_tag {};
 struct tie_tag {};
 struct sliding_window_tag {};
+struct head_dim_tag {};
+struct qkv_bias_tag {};
+struct qk_norm_tag {};
 
 // Value of the first tag of kind `Tag` in `Ts`, else `Default`; `count` says how many there are.
 template <class Tag, std::size_t Default, class... Ts>
@@ -69,6 +72,14 @@ template <bool On = true> struct tie_word_embeddings : detail::size_tag<detail::
 /// Keys each query attends to, itself included (the configs' `sliding_window`: Mistral 7B v0.1's
 /// 4096); none by default.
 template <std::size_t N> struct sliding_window : detail::size_tag<detail::sliding_window_tag, N> {};
+/// Elements of an attention head, apart from width / heads (the configs' `head_dim`: Qwen 3,
+/// Gemma); width / heads by default.
+template <std::size_t N> struct head_dim : detail::size_tag<detail::head_dim_tag, N> {};
+/// A bias on the q, k and v projections (not the output projection), as Qwen 2; none by default.
+template <bool On = true> struct qkv_bias : detail::size_tag<detail::qkv_bias_tag, On ? 1 : 0> {};
+/// RMSNorm of every query and key head before the rotary embedding (qk_norm_attention: Qwen 3,
+/// OLMo 2); none by default.
+template <bool On = true> struct query_key_norm : detail::size_tag<detail::qk_norm_tag, On ? 1 : 0> {};
 /// How the rotary frequencies are rescaled for a longer context (the configs' `rope_scaling`):
 /// rope_scaling<llama3_rope_scaling<8>> for LLaMA 3.1 (core/rope_scaling.hpp).
 template <class Scaling> struct rope_scaling {

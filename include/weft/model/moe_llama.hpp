@@ -30,8 +30,7 @@ template <class Cfg, class Moe>
 using moe_llama_layer = std::conditional_t<moe_llama_widths_match<Cfg, Moe>, Moe, moe_mlp<Cfg::width, 1, 1, 1>>;
 template <class Cfg, class Moe>
 using moe_llama_block = block<rmsnorm<Cfg::width>,
-                              attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, false,
-                                    export_layout::as_is, Cfg::sliding_window>,
+                              llama_attention<Cfg>,
                               rmsnorm<Cfg::width>, Moe>;
 template <class Cfg, class Moe>
 using moe_llama_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
@@ -56,6 +55,7 @@ struct moe_llama : detail::moe_llama_body<Cfg, detail::moe_llama_layer<Cfg, Moe>
   static constexpr std::size_t heads = Cfg::heads;
   static constexpr std::size_t kv_heads = Cfg::kv_heads;
   static constexpr std::size_t ffn = Moe::ffn;
+  static constexpr std::size_t head_dim = Cfg::head_size;
   static constexpr const char* family = "moe_llama";
   /// Parameters only looked up, never multiplied (the untied token embedding; none when the head
   /// multiplies by it).

@@ -112,21 +112,23 @@ struct tensor_parallel_qk_norm : qk_norm<H, KVH, D> {
 };
 
 /// attention<> with QK-norm: `c_attn` -> `qk_norm` -> causal attention (rope after the norm)
-/// -> `c_proj`. Names: c_attn, qk_norm.q_weight, qk_norm.k_weight, c_proj. `Window` as attention<>'s.
+/// -> `c_proj`. Names: c_attn, qk_norm.q_weight, qk_norm.k_weight, c_proj. `Window` and `HeadDim`
+/// as attention<>'s (Qwen 3: QK-norm with a head size of its own); `OutBias` is c_proj's bias
+/// (Bias by default).
 template <std::size_t C, std::size_t H, std::size_t KVH = H, class PosEnc = rope, bool Bias = false,
-          std::size_t Window = 0>
+          std::size_t Window = 0, std::size_t HeadDim = 0, bool OutBias = Bias>
 using qk_norm_attention = sequential<
-    named<"c_attn", linear<C, (detail::attention_shape<C, H, KVH>::h + 2 * detail::attention_shape<C, H, KVH>::kvh) *
-                                  detail::attention_shape<C, H, KVH>::head_size,
+    named<"c_attn", linear<C, detail::attention_shape<C, H, KVH, HeadDim>::q_width +
+                                  2 * detail::attention_shape<C, H, KVH, HeadDim>::kv_width,
                            role::column, Bias, init::normal<20>, export_layout::as_is,
-                           packed<detail::attention_shape<C, H, KVH>::h * detail::attention_shape<C, H, KVH>::head_size,
-                                  detail::attention_shape<C, H, KVH>::kvh * detail::attention_shape<C, H, KVH>::head_size,
-                                  detail::attention_shape<C, H, KVH>::kvh * detail::attention_shape<C, H, KVH>::head_size>>>,
-    named<"qk_norm", qk_norm<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
-                             detail::attention_shape<C, H, KVH>::head_size>>,
-    causal_attention<detail::attention_shape<C, H, KVH>::h, detail::attention_shape<C, H, KVH>::kvh,
-                     detail::attention_shape<C, H, KVH>::head_size, PosEnc, Window>,
-    named<"c_proj", linear<detail::attention_shape<C, H, KVH>::h * detail::attention_shape<C, H, KVH>::head_size, C,
-                           role::row, Bias, init::normal_residual<20>>>>;
+                           packed<detail::attention_shape<C, H, KVH, HeadDim>::q_width,
+                                  detail::attention_shape<C, H, KVH, HeadDim>::kv_width,
+                                  detail::attention_shape<C, H, KVH, HeadDim>::kv_width>>>,
+    named<"qk_norm", qk_norm<detail::attention_shape<C, H, KVH, HeadDim>::h, detail::attention_shape<C, H, KVH, HeadDim>::kvh,
+                             detail::attention_shape<C, H, KVH, HeadDim>::head_size>>,
+    causal_attention<detail::attention_shape<C, H, KVH, HeadDim>::h, detail::attention_shape<C, H, KVH, HeadDim>::kvh,
+                     detail::attention_shape<C, H, KVH, HeadDim>::head_size, PosEnc, Window>,
+    named<"c_proj", linear<detail::attention_shape<C, H, KVH, HeadDim>::q_width, C, role::row, OutBias,
+                           init::normal_residual<20>>>>;
 
 }  // namespace weft

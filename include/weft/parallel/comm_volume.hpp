@@ -85,6 +85,7 @@ struct comm_volume {
   static constexpr std::size_t assumed_dp = Strategy::dp == dynamic ? 1 : Strategy::dp;
 
   static constexpr std::uint64_t s = Batch::length, b = Batch::sequences, h = Model::width;
+  static constexpr std::uint64_t attn_width = Model::heads * detail::head_dim_of<Model>();  // H·D: h unless head_dim is set
   /// Tokens one rank processes per step (each of M micro-batches of b·s).
   static constexpr std::uint64_t tokens_per_step = microbatches * b * s;
   /// Transformer layers per stage.
@@ -129,12 +130,12 @@ struct comm_volume {
 
   /// Model FLOPs of stage `st` per token, before tensor-parallel division.
   static constexpr std::uint64_t stage_flops_per_token(std::size_t st) noexcept {
-    std::uint64_t f = layers_per_stage * (6 * partition::block.total + 12 * h * s);
+    std::uint64_t f = layers_per_stage * (6 * partition::block.total + 12 * attn_width * s);
     if (partition::has_blocks) {
       if (st == 0) f += 6 * (partition::pre.total - Model::lookup_param_count - partition::tied_table);
       if (st + 1 == pp) f += 6 * (partition::post.total + partition::tied_table);
     } else {
-      f = 6 * (partition::whole.params.total - Model::lookup_param_count) + 12 * Model::depth * h * s;
+      f = 6 * (partition::whole.params.total - Model::lookup_param_count) + 12 * Model::depth * attn_width * s;
     }
     return f;
   }

@@ -191,6 +191,7 @@ struct layer_activation_dims {
   std::size_t expert_in = 0;      ///< rows of an expert's first matrix: ffn (GELU) or 2·ffn (SwiGLU)
   std::size_t ep = 1;             ///< expert-parallel ranks (ep_moe_mlp): receive buffers of ep·N·k rows
   std::size_t shared_kept = 0;    ///< elements the shared expert keeps per token (0 without one)
+  std::size_t head_dim = 0;       ///< elements of an attention head (0: width / heads)
 };
 
 namespace detail {
@@ -231,7 +232,7 @@ constexpr std::size_t layer_activation_bytes(const layer_activation_dims& d, std
   const std::size_t s = d.seq, b = d.micro, h = d.width, e = d.element_bytes;
   const std::size_t s_rank = sequence_parallel ? detail::ceil_div(s, tp) : s;  // tokens of a rank's sequence shard
   if (rc == recompute_kind::full) return s_rank * b * h * e;                   // the layer's input
-  const std::size_t head_dim = h / d.heads;
+  const std::size_t head_dim = d.head_dim ? d.head_dim : h / d.heads;
   // Per token, not split by tp (unless sp): the two layernorm inputs, the inputs of the QKV and
   // first MLP projections (e each), the dropout masks after attention and after the MLP.
   const std::size_t whole = 4 * h * e + 2 * h * d.mask_bytes;
@@ -342,6 +343,12 @@ constexpr std::size_t ffn_of() {
   if constexpr (requires { M::ffn; }) return M::ffn;
   else return 4 * M::width;
 }
+// Elements of an attention head: the model's head_dim (llama_config<…, head_dim<>>), else width / heads.
+template <class M>
+constexpr std::size_t head_dim_of() {
+  if constexpr (requires { M::head_dim; }) return M::head_dim;
+  else return M::width / M::heads;
+}
 template <class M>
 constexpr std::size_t dropout_mask_bytes_of() {
   if constexpr (requires { M::dropout_mask_bytes; }) return M::dropout_mask_bytes;
@@ -416,7 +423,8 @@ struct memory_model {
                                               moe.top_k,
                                               moe.expert_in,
                                               moe.ep,
-                                              moe.shared_kept};
+                                              moe.shared_kept,
+                                              detail::head_dim_of<Model>()};
   /// Bytes one layer keeps per micro-batch on one rank.
   static constexpr bool flash = Flash;
   static constexpr std::size_t layer_bytes = layer_activation_bytes(dims, tp, sp, Strategy::recompute_policy, flash);

@@ -366,7 +366,7 @@ struct plan {
   // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention) ----
   static constexpr std::size_t lookup_params = Model::lookup_param_count;  // embedding rows read, not multiplied
   static constexpr std::size_t flops_per_token =
-      6 * (global_param_count - lookup_params) + 12 * Model::depth * Model::heads * (Model::width / Model::heads) * S;
+      6 * (global_param_count - lookup_params) + 12 * Model::depth * Model::heads * detail::head_dim_of<Model>() * S;
   static constexpr std::size_t flops_per_step_micro = flops_per_token * rows;
 
   /// Every parameter with its name, offset and shape (run time: names are strings).

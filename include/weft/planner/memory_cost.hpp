@@ -53,7 +53,8 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
   const layer_activation_dims dims{seq,           s.micro,      md.width,     md.heads, md.kv_heads,
                                    md.ffn,        md.gated,     p.element_bytes, md.mask_bytes,
-                                   md.experts,    md.top_k,     md.expert_in, s.ep,     md.shared_kept};
+                                   md.experts,    md.top_k,     md.expert_in, s.ep,     md.shared_kept,
+                                   md.head_dim};
   stage_memory m{};
   m.stage = st;
   m.params = md.stage_params(st, s.pp, s.tp, s.ep);  // E/ep experts per moe_mlp under expert parallelism
