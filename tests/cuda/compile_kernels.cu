@@ -56,11 +56,23 @@ void llama(cudaStream_t s) {
   k::launch_rope_forward<B, S, H, KVH, D, 500000, D, weft::llama3_rope_scaling<8>>(s, a, b);  // LLaMA 3.1
   k::launch_swiglu_forward<N, F>(s, a, b);
   k::launch_swiglu_backward<N, F>(s, a, b, c);
+  k::launch_geglu_forward<N, F>(s, a, b);
+  k::launch_geglu_backward<N, F>(s, a, b, c);
   k::launch_flash_attention_forward<B, S, H, KVH, D>(s, a, f, b);
   k::launch_flash_attention_backward<B, S, H, KVH, D>(s, a, b, c, a, f);
   if constexpr (k::mma_attention_shape<T, D>) {
     k::launch_mma_attention_forward<B, S, H, KVH, D>(s, a, f, b);
     k::launch_mma_attention_backward<B, S, H, KVH, D>(s, a, scratch, b, c, a, f);
+  }
+  // A sliding window (Mistral's 4096 keys, at half this sequence): every attention kernel.
+  constexpr std::size_t Window = S / 2;
+  k::launch_flash_attention_forward<B, S, H, KVH, D, Window>(s, a, f, b);
+  k::launch_flash_attention_backward<B, S, H, KVH, D, Window>(s, a, b, c, a, f);
+  k::launch_causal_softmax_rows<S, Window>(s, f, a, H * S);
+  k::launch_attention_dscores_rows<S, Window>(s, f, a, b, H * S);
+  if constexpr (k::mma_attention_shape<T, D>) {
+    k::launch_mma_attention_forward<B, S, H, KVH, D, Window>(s, a, f, b);
+    k::launch_mma_attention_backward<B, S, H, KVH, D, Window>(s, a, scratch, b, c, a, f);
   }
 }
 

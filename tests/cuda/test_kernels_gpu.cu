@@ -20,6 +20,7 @@
 #include <weft/ops/rmsnorm.hpp>
 #include <weft/ops/rope.hpp>
 #include <weft/ops/sum_squares.hpp>
+#include <weft/ops/geglu.hpp>
 #include <weft/ops/swiglu.hpp>
 
 #include <cmath>
@@ -51,6 +52,8 @@ template <std::size_t N> void ref_gelu_forward(double* o, const double* i) { wef
 template <std::size_t N> void ref_gelu_backward(double* d, const double* i, const double* g) { weft::ops::gelu_backward<N>(host, d, i, g); }
 template <std::size_t N, std::size_t H> void ref_swiglu_forward(double* o, const double* i) { weft::ops::swiglu_forward<N, H>(host, o, i); }
 template <std::size_t N, std::size_t H> void ref_swiglu_backward(double* d, const double* i, const double* g) { weft::ops::swiglu_backward<N, H>(host, d, i, g); }
+template <std::size_t N, std::size_t H> void ref_geglu_forward(double* o, const double* i) { weft::ops::geglu_forward<N, H>(host, o, i); }
+template <std::size_t N, std::size_t H> void ref_geglu_backward(double* d, const double* i, const double* g) { weft::ops::geglu_backward<N, H>(host, d, i, g); }
 template <std::size_t N> void ref_residual_forward(double* o, const double* a, const double* b) { weft::ops::residual_forward<N>(host, o, a, b); }
 template <std::size_t N> void ref_residual_backward(double* a, double* b, const double* g) { weft::ops::residual_backward<N>(host, a, b, g); }
 template <std::size_t N, std::size_t V, std::size_t C> void ref_embedding_forward(double* o, const std::int32_t* i, const double* t) { weft::ops::embedding_forward<N, V, C>(host, o, i, t); }
@@ -65,8 +68,8 @@ template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::siz
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t Base = 10000, std::size_t R = D, class Sc = weft::no_rope_scaling> void ref_rope_backward(double* d, const double* g) { weft::ops::rope_backward<B, S, H, KVH, D, Base, R, Sc>(host, d, g); }
 template <std::size_t N, std::size_t V> void ref_cross_entropy_eval(double* l, const double* z, const std::int32_t* t) { weft::ops::softmax_cross_entropy_forward<N, V>(host, l, z, t); }
 template <std::size_t N, std::size_t V> void ref_cross_entropy(double* l, double* z, const std::int32_t* t, double s) { weft::ops::softmax_cross_entropy_forward_backward<N, V>(host, l, z, t, s); }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D> void ref_attention_forward(double* o, double* a, const double* q) { weft::ops::attention_forward<B, S, H, KVH, D>(host, o, a, q); }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D> void ref_attention_backward(double* d, double* s, const double* g, const double* q, const double* a) { weft::ops::attention_backward<B, S, H, KVH, D>(host, d, s, g, q, a); }
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0> void ref_attention_forward(double* o, double* a, const double* q) { weft::ops::attention_forward<B, S, H, KVH, D, W>(host, o, a, q); }
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0> void ref_attention_backward(double* d, double* s, const double* g, const double* q, const double* a) { weft::ops::attention_backward<B, S, H, KVH, D, W>(host, d, s, g, q, a); }
 template <std::size_t N, std::size_t OC> void ref_bias_backward(double* db, const double* g) { weft::ops::bias_backward<N, OC>(host, db, g); }
 
 // ---- data ----
@@ -232,6 +235,13 @@ void activation_cases(std::mt19937& rng) {
   launched(k::launch_swiglu_backward<R, H>(nullptr, ddin.p, dinp.p, ddout.p), "swiglu_backward");
   ref_swiglu_backward<R, H>(rdin.data(), widen(in).data(), widen(dout).data());
   check("swiglu_backward", ddin.get(), rdin, 4);
+  rdin = widen(ddin.get());
+  launched(k::launch_geglu_forward<R, H>(nullptr, dout2.p, dinp.p), "geglu_forward");
+  ref_geglu_forward<R, H>(rsw.data(), widen(in).data());
+  check("geglu_forward", dout2.get(), rsw, 4);
+  launched(k::launch_geglu_backward<R, H>(nullptr, ddin.p, dinp.p, ddout.p), "geglu_backward");
+  ref_geglu_backward<R, H>(rdin.data(), widen(in).data(), widen(dout).data());
+  check("geglu_backward", ddin.get(), rdin, 4);
 
   constexpr std::size_t OC = 2304;
   auto go = random<T>(R * OC, rng), bias = random<T>(OC, rng);
@@ -365,47 +375,49 @@ void norm_ce_cases(std::mt19937& rng) {
   check("cross_entropy dlogits", dzv, rz, 4);
 }
 
-template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void attention_case(std::mt19937& rng) {
-  constexpr std::size_t W = (H + 2 * KVH) * D;
-  auto qkv = random<T>(B * S * W, rng, -2, 2);
+  constexpr std::size_t width = (H + 2 * KVH) * D;
+  auto qkv = random<T>(B * S * width, rng, -2, 2);
   dbuf<T> dqkv(qkv), dout(B * S * H * D);
   dbuf<float> dlse(B * H * S);
-  launched(k::launch_flash_attention_forward<B, S, H, KVH, D>(nullptr, dout.p, dlse.p, dqkv.p), "flash_attention");
+  launched(k::launch_flash_attention_forward<B, S, H, KVH, D, W>(nullptr, dout.p, dlse.p, dqkv.p), "flash_attention");
   std::vector<double> rout(B * S * H * D), att(B * H * S * S);
-  ref_attention_forward<B, S, H, KVH, D>(rout.data(), att.data(), widen(qkv).data());
-  check("flash_attention_forward D=" + std::to_string(D), dout.get(), rout, 8);
-  auto g = random<T>(B * S * H * D, rng), dq = random<T>(B * S * W, rng);
+  ref_attention_forward<B, S, H, KVH, D, W>(rout.data(), att.data(), widen(qkv).data());
+  const std::string tag = " D=" + std::to_string(D) + (W > 0 ? " window=" + std::to_string(W) : "");
+  check("flash_attention_forward" + tag, dout.get(), rout, 8);
+  auto g = random<T>(B * S * H * D, rng), dq = random<T>(B * S * width, rng);
   auto rdq = widen(dq);
   dbuf<T> dg(g), ddq(dq);
-  launched(k::launch_flash_attention_backward<B, S, H, KVH, D>(nullptr, ddq.p, dg.p, dqkv.p, dout.p, dlse.p),
+  launched(k::launch_flash_attention_backward<B, S, H, KVH, D, W>(nullptr, ddq.p, dg.p, dqkv.p, dout.p, dlse.p),
            "flash_attention_backward");
   std::vector<double> scratch(B * H * S * S);
-  ref_attention_backward<B, S, H, KVH, D>(rdq.data(), scratch.data(), widen(g).data(), widen(qkv).data(), att.data());
-  check("flash_attention_backward D=" + std::to_string(D), ddq.get(), rdq, 16);
+  ref_attention_backward<B, S, H, KVH, D, W>(rdq.data(), scratch.data(), widen(g).data(), widen(qkv).data(), att.data());
+  check("flash_attention_backward" + tag, ddq.get(), rdq, 16);
 }
 
 // The tensor-core flash attention kernels (kernels/flash_attention.hpp) against the host op:
-// output, row log-sum-exp through the backward, and the accumulated dqkv.
-template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+// output, row log-sum-exp through the backward, and the accumulated dqkv. W: the sliding window.
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void mma_attention_case(std::mt19937& rng) {
-  constexpr std::size_t W = (H + 2 * KVH) * D;
+  constexpr std::size_t width = (H + 2 * KVH) * D;
   const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + "/" +
-                          std::to_string(KVH) + " D=" + std::to_string(D);
-  auto qkv = random<T>(B * S * W, rng, -2, 2);
+                          std::to_string(KVH) + " D=" + std::to_string(D) +
+                          (W > 0 ? " window=" + std::to_string(W) : "");
+  auto qkv = random<T>(B * S * width, rng, -2, 2);
   dbuf<T> dqkv(qkv), dout(B * S * H * D);
   dbuf<float> dlse(B * H * S), ddelta(B * H * S);
-  launched(k::launch_mma_attention_forward<B, S, H, KVH, D>(nullptr, dout.p, dlse.p, dqkv.p), "mma_attention_forward");
+  launched(k::launch_mma_attention_forward<B, S, H, KVH, D, W>(nullptr, dout.p, dlse.p, dqkv.p), "mma_attention_forward");
   std::vector<double> rout(B * S * H * D), att(B * H * S * S);
-  ref_attention_forward<B, S, H, KVH, D>(rout.data(), att.data(), widen(qkv).data());
+  ref_attention_forward<B, S, H, KVH, D, W>(rout.data(), att.data(), widen(qkv).data());
   check("mma_attention_forward" + tag, dout.get(), rout, 2);
-  auto g = random<T>(B * S * H * D, rng), dq = random<T>(B * S * W, rng);
+  auto g = random<T>(B * S * H * D, rng), dq = random<T>(B * S * width, rng);
   auto rdq = widen(dq);
   dbuf<T> dg(g), ddq(dq);
-  launched(k::launch_mma_attention_backward<B, S, H, KVH, D>(nullptr, ddq.p, ddelta.p, dg.p, dqkv.p, dout.p, dlse.p),
+  launched(k::launch_mma_attention_backward<B, S, H, KVH, D, W>(nullptr, ddq.p, ddelta.p, dg.p, dqkv.p, dout.p, dlse.p),
            "mma_attention_backward");
   std::vector<double> scratch(B * H * S * S);
-  ref_attention_backward<B, S, H, KVH, D>(rdq.data(), scratch.data(), widen(g).data(), widen(qkv).data(), att.data());
+  ref_attention_backward<B, S, H, KVH, D, W>(rdq.data(), scratch.data(), widen(g).data(), widen(qkv).data(), att.data());
   check("mma_attention_backward" + tag, ddq.get(), rdq, 4);
 }
 
@@ -414,17 +426,18 @@ void mma_attention_case(std::mt19937& rng) {
 // probabilities, so the output and dqkv are compared, and the cuBLASLt bodies (attention.cuh) are
 // run directly as well. Otherwise (f32): output, kept probabilities, d(scores) and dqkv.
 // `scratch_bytes` small enough to split the heads into chunks exercises the cuBLASLt chunking.
-template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void attention_op_case(std::mt19937& rng, std::size_t scratch_bytes) {
-  constexpr std::size_t W = (H + 2 * KVH) * D, HD = H * D, P = B * H * S * S;
+  constexpr std::size_t width = (H + 2 * KVH) * D, HD = H * D, P = B * H * S * S;
   const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + "/" +
-                          std::to_string(KVH) + " D=" + std::to_string(D) + " scratch " +
+                          std::to_string(KVH) + " D=" + std::to_string(D) +
+                          (W > 0 ? " window=" + std::to_string(W) : "") + " scratch " +
                           std::to_string(scratch_bytes >> 10) + "K";
   weft::cuda::cuda_resources res(scratch_bytes);
   const weft::cuda::cuda_context& c = res.context();
-  auto qkv = random<T>(B * S * W, rng, -2, 2), g = random<T>(B * S * HD, rng), dq = random<T>(B * S * W, rng);
+  auto qkv = random<T>(B * S * width, rng, -2, 2), g = random<T>(B * S * HD, rng), dq = random<T>(B * S * width, rng);
   std::vector<double> rout(B * S * HD), ratt(P);
-  ref_attention_forward<B, S, H, KVH, D>(rout.data(), ratt.data(), widen(qkv).data());
+  ref_attention_forward<B, S, H, KVH, D, W>(rout.data(), ratt.data(), widen(qkv).data());
   auto tc_run = [&](const char* how, auto&& forward, auto&& backward) {
     dbuf<T> dqkv_in(qkv), dout(B * S * HD), datt(P), dg(g), ddq(dq), dscr(P);
     forward(dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
@@ -435,7 +448,7 @@ void attention_op_case(std::mt19937& rng, std::size_t scratch_bytes) {
              static_cast<const T*>(datt.p));
     auto rdq = widen(dq);
     std::vector<double> rscr(P);
-    ref_attention_backward<B, S, H, KVH, D>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(),
+    ref_attention_backward<B, S, H, KVH, D, W>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(),
                                             widen(att).data());
     check(std::string("attention op (") + how + ") dscores" + tag, dscr.get(), rscr, 16);
     check(std::string("attention op (") + how + ") dqkv" + tag, ddq.get(), rdq, 16);
@@ -444,24 +457,24 @@ void attention_op_case(std::mt19937& rng, std::size_t scratch_bytes) {
   if (weft::cuda::detail::use_mma_attention<B, S, H, D>(static_cast<const T*>(probe.p),
                                                         static_cast<const T*>(probe_qkv.p))) {
     dbuf<T> dqkv_in(qkv), dout(B * S * HD), datt(P), dg(g), ddq(dq), dscr(P);
-    weft::ops::attention_forward<B, S, H, KVH, D>(c, dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
+    weft::ops::attention_forward<B, S, H, KVH, D, W>(c, dout.p, datt.p, static_cast<const T*>(dqkv_in.p));
     check("attention op (flash, tensor cores) out" + tag, dout.get(), rout, 2);
-    weft::ops::attention_backward<B, S, H, KVH, D>(c, ddq.p, dscr.p, static_cast<const T*>(dg.p),
+    weft::ops::attention_backward<B, S, H, KVH, D, W>(c, ddq.p, dscr.p, static_cast<const T*>(dg.p),
                                                    static_cast<const T*>(dqkv_in.p), static_cast<const T*>(datt.p));
     auto rdq = widen(dq);
     std::vector<double> rscr(P);
-    ref_attention_backward<B, S, H, KVH, D>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(), ratt.data());
+    ref_attention_backward<B, S, H, KVH, D, W>(rdq.data(), rscr.data(), widen(g).data(), widen(qkv).data(), ratt.data());
     check("attention op (flash, tensor cores) dqkv" + tag, ddq.get(), rdq, 4);
     tc_run(
-        "cuBLASLt", [&](T* o, T* a, const T* q) { weft::cuda::attention_forward_tc<B, S, H, KVH, D>(c, o, a, q); },
+        "cuBLASLt", [&](T* o, T* a, const T* q) { weft::cuda::attention_forward_tc<B, S, H, KVH, D, W>(c, o, a, q); },
         [&](T* d, T* s, const T* gg, const T* q, const T* a) {
-          weft::cuda::attention_backward_tc<B, S, H, KVH, D>(c, d, s, gg, q, a);
+          weft::cuda::attention_backward_tc<B, S, H, KVH, D, W>(c, d, s, gg, q, a);
         });
   } else {
     tc_run(
-        "cuBLASLt", [&](T* o, T* a, const T* q) { weft::ops::attention_forward<B, S, H, KVH, D>(c, o, a, q); },
+        "cuBLASLt", [&](T* o, T* a, const T* q) { weft::ops::attention_forward<B, S, H, KVH, D, W>(c, o, a, q); },
         [&](T* d, T* s, const T* gg, const T* q, const T* a) {
-          weft::ops::attention_backward<B, S, H, KVH, D>(c, d, s, gg, q, a);
+          weft::ops::attention_backward<B, S, H, KVH, D, W>(c, d, s, gg, q, a);
         });
   }
 }
@@ -479,11 +492,20 @@ void all_cases() {
   attention_op_case<T, 2, 256, 8, 8, 64>(rng, 3 * 256 * 256 * 4);  // chunks of 3, 3 and 2 heads
   attention_op_case<T, 1, 200, 4, 1, 128>(rng, std::size_t{32} << 20);
   attention_op_case<T, 2, 128, 6, 2, 64>(rng, 4 * 128 * 128 * 4);
+  // sliding windows: whole tiles before the window skipped, its edge masked; W = S is no window
+  attention_case<T, 2, 256, 8, 2, 64, 17>(rng);
+  attention_case<T, 1, 200, 4, 1, 128, 1>(rng);
+  attention_op_case<T, 2, 256, 8, 2, 64, 100>(rng, std::size_t{32} << 20);
+  attention_op_case<T, 2, 256, 8, 8, 64, 33>(rng, 3 * 256 * 256 * 4);  // cuBLASLt in chunks of heads
+  attention_op_case<T, 1, 200, 4, 1, 128, 200>(rng, std::size_t{32} << 20);
   if constexpr (k::mma_element<T>) {
     mma_attention_case<T, 2, 256, 8, 2, 64>(rng);
     mma_attention_case<T, 1, 200, 4, 1, 128>(rng);
     mma_attention_case<T, 2, 130, 4, 4, 32>(rng);  // ragged tiles, head dim 32
     mma_attention_case<T, 1, 1024, 12, 12, 64>(rng);  // GPT-2 small's heads at a long sequence
+    mma_attention_case<T, 2, 256, 8, 2, 64, 100>(rng);
+    mma_attention_case<T, 1, 200, 4, 1, 128, 5>(rng);
+    mma_attention_case<T, 1, 1024, 12, 12, 64, 256>(rng);  // a Mistral-like window at a long sequence
   }
 }
 

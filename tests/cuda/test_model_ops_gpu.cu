@@ -180,6 +180,9 @@ int check_overflow(const char* name) {
 
 using gpt_t = gpt<gpt_config<vocab<96>, context<64>, width<64>, heads<2>, depth<2>>>;
 using llama_t = llama<llama_config<vocab<96>, context<64>, width<64>, heads<4>, kv_heads<2>, depth<2>>>;
+// Mistral's sliding window, small: each query sees itself and the 16 keys before it.
+using llama_window_t =
+    llama<llama_config<vocab<96>, context<64>, width<64>, heads<4>, kv_heads<2>, depth<2>, sliding_window<17>>>;
 
 }  // namespace
 
@@ -207,6 +210,14 @@ int main() {
         "llama bf16 flash steps");
     failures += check_steps<plan<llama_t, batch<micro<2>, seq<64>>, precision<f16, f32>, flash_attention>>(
         "llama f16 flash steps");
+    // a sliding window: cuBLASLt and the scalar flash kernels in f32, tensor cores in bf16/f16
+    failures += check_model<plan<llama_window_t, batch<micro<2>, seq<64>>, precision<float>>>("llama f32 window");
+    failures += check_model<plan<llama_window_t, batch<micro<2>, seq<64>>, precision<float>, flash_attention>>(
+        "llama f32 window flash");
+    failures += check_steps<plan<llama_window_t, batch<micro<2>, seq<64>>, precision<bf16, f32>>>(
+        "llama bf16 window steps");
+    failures += check_steps<plan<llama_window_t, batch<micro<2>, seq<64>>, precision<f16, f32>, flash_attention>>(
+        "llama f16 window flash steps");
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());
     return 1;

@@ -1,10 +1,11 @@
 // GELU, SwiGLU, residual and bias-gradient kernels on the emulated grid against the host ops
 // (double reference).
 #include <weft/backend/cuda/kernels/column_sum.hpp>   // make_bias_backward, bias_backward_scratch_v
-#include <weft/backend/cuda/kernels/elementwise.hpp>  // make_gelu_*, make_swiglu_*, make_residual_*
+#include <weft/backend/cuda/kernels/elementwise.hpp>  // make_gelu_*, make_swiglu_*, make_geglu_*, make_residual_*
 #include <weft/ops/gelu.hpp>
 #include <weft/ops/matmul.hpp>
 #include <weft/ops/residual.hpp>
+#include <weft/ops/geglu.hpp>
 #include <weft/ops/swiglu.hpp>
 
 #include "kernel_check.hpp"
@@ -25,6 +26,12 @@ void ref_swiglu_forward(double* out, const double* in) { weft::ops::swiglu_forwa
 template <std::size_t N, std::size_t H>
 void ref_swiglu_backward(double* din, const double* in, const double* dout) {
   weft::ops::swiglu_backward<N, H>(weft::host_context{}, din, in, dout);
+}
+template <std::size_t N, std::size_t H>
+void ref_geglu_forward(double* out, const double* in) { weft::ops::geglu_forward<N, H>(weft::host_context{}, out, in); }
+template <std::size_t N, std::size_t H>
+void ref_geglu_backward(double* din, const double* in, const double* dout) {
+  weft::ops::geglu_backward<N, H>(weft::host_context{}, din, in, dout);
 }
 template <std::size_t N>
 void ref_residual_forward(double* out, const double* a, const double* b) {
@@ -69,6 +76,24 @@ TEMPLATE_TEST_CASE("swiglu forward and backward", "[kernel][swiglu]", float, bf1
   k::emulate_launch(k::make_swiglu_backward<N, H>(din.data(), in.data(), dy.data()));
   ref_swiglu_backward<N, H>(rdin.data(), rin.data(), rdy.data());
   kcheck::check("swiglu_backward", din, rdin, 4);
+}
+
+TEMPLATE_TEST_CASE("geglu forward and backward", "[kernel][geglu]", float, bf16) {
+  using T = TestType;
+  constexpr std::size_t N = 29, H = 136;
+  std::mt19937 rng(12);
+  auto in = kcheck::random<T>(N * 2 * H, rng, -3, 3), dy = kcheck::random<T>(N * H, rng),
+       din = kcheck::random<T>(N * 2 * H, rng);
+  std::vector<T> y(N * H);
+  k::emulate_launch(k::make_geglu_forward<N, H>(y.data(), in.data()));
+  const auto rin = kcheck::widen(in), rdy = kcheck::widen(dy);
+  std::vector<double> ry(N * H);
+  ref_geglu_forward<N, H>(ry.data(), rin.data());
+  kcheck::check("geglu_forward", y, ry, 4);
+  auto rdin = kcheck::widen(din);
+  k::emulate_launch(k::make_geglu_backward<N, H>(din.data(), in.data(), dy.data()));
+  ref_geglu_backward<N, H>(rdin.data(), rin.data(), rdy.data());
+  kcheck::check("geglu_backward", din, rdin, 4);
 }
 
 TEMPLATE_TEST_CASE("residual forward and backward", "[kernel][residual]", float, bf16) {

@@ -5,7 +5,9 @@
 //     uses rebuild every operand exactly, in both storage orders;
 //   * forward (out and the kept row log-sum-exp) and backward (dq, dk, dv through the delta, dq
 //     and dkv kernels) against the host attention ops in double, bf16 and f16, head dims 64 and
-//     128, grouped-query heads, sequences that are not a multiple of the tiles;
+//     128, grouped-query heads, sequences that are not a multiple of the tiles; and with sliding
+//     windows of 1 key, of a few keys (whole tiles, and a warp's part of a tile, before the
+//     window skipped; tiles the window's edge crosses masked) and of at least S keys;
 //   * the emulator's warp barriers: a kernel that reads another warp's shared memory across a
 //     warp barrier gives different results in the two emulation orders.
 #include <weft/backend/cuda/kernels/flash_attention.hpp>  // make_mma_attention_forward/backward
@@ -99,42 +101,43 @@ void gather_case(const char* what) {
 }
 
 // ---- adapters: one line each to follow a host-op signature change ----
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W>
 void ref_attention_forward(double* out, double* att, const double* qkv) {
-  weft::ops::attention_forward<B, S, H, KVH, D>(weft::host_context{}, out, att, qkv);
+  weft::ops::attention_forward<B, S, H, KVH, D, W>(weft::host_context{}, out, att, qkv);
 }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W>
 void ref_attention_backward(double* dqkv, double* scratch, const double* dout, const double* qkv, const double* att) {
-  weft::ops::attention_backward<B, S, H, KVH, D>(weft::host_context{}, dqkv, scratch, dout, qkv, att);
+  weft::ops::attention_backward<B, S, H, KVH, D, W>(weft::host_context{}, dqkv, scratch, dout, qkv, att);
 }
 
-template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D>
+// W: the sliding window (0: none).
+template <class T, std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0>
 void mma_attention_case() {
   const std::string tag = " S=" + std::to_string(S) + " H=" + std::to_string(H) + " KVH=" + std::to_string(KVH) +
-                          " D=" + std::to_string(D);
-  constexpr std::size_t W = (H + 2 * KVH) * D;
+                          " D=" + std::to_string(D) + (W > 0 ? " window=" + std::to_string(W) : "");
+  constexpr std::size_t width = (H + 2 * KVH) * D;
   std::mt19937 rng(300 + D + S + H);
-  auto qkv = kcheck::random<T>(B * S * W, rng, -2, 2);
+  auto qkv = kcheck::random<T>(B * S * width, rng, -2, 2);
   const auto rqkv = kcheck::widen(qkv);
   std::vector<T> out(B * S * H * D);
   std::vector<float> lse(B * H * S, NAN);
-  k::emulate_launch(k::make_mma_attention_forward<B, S, H, KVH, D>(out.data(), lse.data(), qkv.data()));
+  k::emulate_launch(k::make_mma_attention_forward<B, S, H, KVH, D, W>(out.data(), lse.data(), qkv.data()));
   std::vector<double> rout(B * S * H * D), att(B * H * S * S);
-  ref_attention_forward<B, S, H, KVH, D>(rout.data(), att.data(), rqkv.data());
+  ref_attention_forward<B, S, H, KVH, D, W>(rout.data(), att.data(), rqkv.data());
   kcheck::check("mma_attention_forward out" + tag, out, rout, 2);
   std::vector<double> rlse(B * H * S);
   for (std::size_t b = 0; b < B; ++b)
     for (std::size_t h = 0; h < H; ++h)
       for (std::size_t t = 0; t < S; ++t) {
-        const double* q = &rqkv[(b * S + t) * W + h * D];
-        std::vector<double> sc(t + 1);
+        const double* q = &rqkv[(b * S + t) * width + h * D];
+        std::vector<double> sc;
         double mx = -INFINITY;
-        for (std::size_t t2 = 0; t2 <= t; ++t2) {
-          const double* kk = &rqkv[(b * S + t2) * W + (H + h / (H / KVH)) * D];
+        for (std::size_t t2 = weft::ops::detail::window_first<W>(t); t2 <= t; ++t2) {
+          const double* kk = &rqkv[(b * S + t2) * width + (H + h / (H / KVH)) * D];
           double s = 0;
           for (std::size_t i = 0; i < D; ++i) s += q[i] * kk[i];
-          sc[t2] = s / std::sqrt(double(D));
-          mx = std::max(mx, sc[t2]);
+          sc.push_back(s / std::sqrt(double(D)));
+          mx = std::max(mx, sc.back());
         }
         double sum = 0;
         for (double s : sc) sum += std::exp(s - mx);
@@ -151,17 +154,17 @@ void mma_attention_case() {
     kcheck::check_scalar("mma_attention_forward lse" + tag, kcheck::name_v<T>, err, 0.0, 4 * kcheck::eps_v<T> * mag);
   }
 
-  auto dout = kcheck::random<T>(B * S * H * D, rng), dqkv = kcheck::random<T>(B * S * W, rng);
+  auto dout = kcheck::random<T>(B * S * H * D, rng), dqkv = kcheck::random<T>(B * S * width, rng);
   auto rdqkv = kcheck::widen(dqkv);
   std::vector<float> delta(B * H * S, NAN);
-  const auto ks = k::make_mma_attention_backward<B, S, H, KVH, D>(dqkv.data(), delta.data(), dout.data(), qkv.data(),
-                                                                   out.data(), lse.data());
+  const auto ks = k::make_mma_attention_backward<B, S, H, KVH, D, W>(dqkv.data(), delta.data(), dout.data(),
+                                                                      qkv.data(), out.data(), lse.data());
   k::emulate_launch(ks.delta);
   k::emulate_launch(ks.dq);
   k::emulate_launch(ks.dkv);
   std::vector<double> scratch(B * H * S * S);
-  ref_attention_backward<B, S, H, KVH, D>(rdqkv.data(), scratch.data(), kcheck::widen(dout).data(), rqkv.data(),
-                                          att.data());
+  ref_attention_backward<B, S, H, KVH, D, W>(rdqkv.data(), scratch.data(), kcheck::widen(dout).data(), rqkv.data(),
+                                             att.data());
   // each block of columns on its own: q, k and v gradients have different magnitudes
   for (const char* part : {"dq", "dk", "dv"}) {
     const std::size_t c0 = part[1] == 'q' ? 0 : part[1] == 'k' ? H * D : (H + KVH) * D;
@@ -170,8 +173,8 @@ void mma_attention_case() {
     std::vector<double> ref;
     for (std::size_t r = 0; r < B * S; ++r)
       for (std::size_t i = 0; i < cols; ++i) {
-        got.push_back(dqkv[r * W + c0 + i]);
-        ref.push_back(rdqkv[r * W + c0 + i]);
+        got.push_back(dqkv[r * width + c0 + i]);
+        ref.push_back(rdqkv[r * width + c0 + i]);
       }
     kcheck::check(std::string("mma_attention_backward ") + part + tag, got, ref, 2);
   }
@@ -237,6 +240,17 @@ TEMPLATE_TEST_CASE("flash attention on tensor cores: forward and backward agains
   mma_attention_case<TestType, 1, 100, 2, 1, 128>(); // multi-query, head dim 128
   mma_attention_case<TestType, 1, 128, 2, 2, 64>();  // multi-head, whole tiles, 2 query tiles
   mma_attention_case<TestType, 1, 40, 2, 2, 32>();   // head dim 32
+}
+
+// Tiles (forward and dq: 64 queries × 64 keys for head dims up to 64, × 32 keys above; dkv: 64 or
+// 32 keys × 32 queries) and warps (16 rows) that lie wholly before a window are skipped.
+TEMPLATE_TEST_CASE("flash attention on tensor cores: sliding window", "[kernel][attention]", bf16, f16) {
+  mma_attention_case<TestType, 2, 70, 4, 2, 64, 1>();    // each query sees itself only
+  mma_attention_case<TestType, 2, 70, 4, 2, 64, 17>();   // the window's edge inside key tile 0
+  mma_attention_case<TestType, 1, 100, 2, 1, 128, 5>();  // key tile 0 skipped by query tile 1, and by its last warp tile 1
+  mma_attention_case<TestType, 1, 160, 2, 2, 64, 17>();  // query tile 2 skips key tile 0; dkv skips later query tiles
+  mma_attention_case<TestType, 1, 40, 2, 2, 32, 40>();   // W = S: no key outside the window
+  mma_attention_case<TestType, 1, 40, 2, 2, 32, 100>();  // W > S
 }
 
 // The kernels read rows 16 bytes at a time where a row is 16-byte aligned and element by element

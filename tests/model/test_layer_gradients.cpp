@@ -87,6 +87,10 @@ TEST_CASE("gelu gradients", "[model][gradients]") { check_layer_gradients<gelu<C
 
 TEST_CASE("swiglu gradients", "[model][gradients]") { check_layer_gradients<swiglu<4>, 2, 3>(); }
 
+TEST_CASE("geglu gradients", "[model][gradients]") { check_layer_gradients<geglu<4>, 2, 3>(); }
+
+TEST_CASE("embedding_scale gradients", "[model][gradients]") { check_layer_gradients<embedding_scale<C>, 2, 3>(); }
+
 TEST_CASE("causal_attention gradients", "[model][gradients]") {
   SECTION("no rope") { check_layer_gradients<causal_attention<2, 2, 4, no_rope>, 2, 4>(); }
   SECTION("rope") { check_layer_gradients<causal_attention<2, 2, 4, rope>, 2, 4>(); }
@@ -139,6 +143,8 @@ TEST_CASE("gelu_mlp gradients", "[model][gradients]") { check_layer_gradients<ge
 
 TEST_CASE("swiglu_mlp gradients", "[model][gradients]") { check_layer_gradients<swiglu_mlp<C, 12>, 2, 3>(); }
 
+TEST_CASE("geglu_mlp gradients", "[model][gradients]") { check_layer_gradients<geglu_mlp<C, 12>, 2, 3>(); }
+
 TEST_CASE("block gradients", "[model][gradients]") {
   SECTION("GPT-2 style") { check_layer_gradients<gpt_like_block, 2, 4>(); }
   SECTION("LLaMA style") { check_layer_gradients<llama_like_block, 2, 4>(); }
@@ -158,4 +164,6 @@ TEST_CASE("backward accumulates into parameter and input gradients", "[model][gr
   SECTION("residual block") { check_accumulates<residual<norm_linear>, 2, 3>(); }
   SECTION("repeat of blocks") { check_accumulates<repeat<2, gpt_like_block>, 2, 3>(); }
   SECTION("swiglu_mlp") { check_accumulates<swiglu_mlp<C, 12>, 2, 3>(); }
+  SECTION("geglu_mlp") { check_accumulates<geglu_mlp<C, 12>, 2, 3>(); }
+  SECTION("embedding_scale") { check_accumulates<embedding_scale<C>, 2, 3>(); }
 }

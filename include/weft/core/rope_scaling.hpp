@@ -1,10 +1,9 @@
 #pragma once
 // ---- how a rotary embedding's frequencies are rescaled for a longer context ----
 // A scaling is a type with `enabled` and `apply(inv_freq)`, the new inverse frequency of a
-// rotated pair from its unscaled one (Base^(-2i/R)); the host table (long double) and the CUDA
-// kernel (double) call the same function: a plain constexpr function, which device code may call
-// under nvcc's --expt-relaxed-constexpr (weft::cuda sets it), so that its long double host use
-// does not instantiate a device version. Used as the third argument of rotary<Base, Dims,
+// rotated pair from its unscaled one (Base^(-2i/R)); the host table and the CUDA kernel call the
+// same function, in double (a plain constexpr function, which device code may call under nvcc's
+// --expt-relaxed-constexpr, set by weft::cuda). Used as the third argument of rotary<Base, Dims,
 // Scaling> and by ops::rope_forward/backward.
 #include <cstddef>
 

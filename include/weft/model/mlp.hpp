@@ -4,6 +4,7 @@
 #include "weft/model/linear.hpp"      // linear, packed
 #include "weft/model/named.hpp"       // named
 #include "weft/model/sequential.hpp"  // sequential
+#include "weft/model/geglu.hpp"       // geglu
 #include "weft/model/swiglu.hpp"      // swiglu
 
 #include <cstddef>
@@ -21,5 +22,13 @@ using swiglu_mlp = sequential<named<"gate_up", linear<C, 2 * F, role::column, fa
                                                       export_layout::as_is, packed<F, F>>>,
                               swiglu<F>,
                               named<"down", linear<F, C, role::row, false, init::normal_residual<20>>>>;
+
+/// width -> [gate | up] (2F, column-parallel) -> gelu(gate)·up -> width (row-parallel), no biases
+/// (Gemma's MLP; the names of swiglu_mlp).
+template <std::size_t C, std::size_t F>
+using geglu_mlp = sequential<named<"gate_up", linear<C, 2 * F, role::column, false, init::normal<20>,
+                                                     export_layout::as_is, packed<F, F>>>,
+                             geglu<F>,
+                             named<"down", linear<F, C, role::row, false, init::normal_residual<20>>>>;
 
 }  // namespace weft

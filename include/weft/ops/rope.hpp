@@ -62,8 +62,10 @@ struct rope_table {
 
   rope_table() {
     for (std::size_t i = 0; i < half; ++i) {
-      const long double inv_freq = Scaling::apply(std::pow(
-          static_cast<long double>(Base), -2.0L * static_cast<long double>(i) / static_cast<long double>(R)));
+      long double inv_freq =
+          std::pow(static_cast<long double>(Base), -2.0L * static_cast<long double>(i) / static_cast<long double>(R));
+      // in double: a constexpr function nvcc also compiles for the device, where long double is not
+      if constexpr (Scaling::enabled) inv_freq = Scaling::apply(static_cast<double>(inv_freq));
       for (std::size_t pos = 0; pos < S; ++pos) {
         const long double angle = static_cast<long double>(pos) * inv_freq;
         cos[pos * half + i] = static_cast<T>(std::cos(angle));

@@ -33,6 +33,8 @@ template <std::size_t V, std::size_t C, class Tie>
 struct lm_head;
 template <std::size_t H>
 struct swiglu;
+template <std::size_t H>
+struct geglu;
 template <class... Fs>
 struct branch_sum;
 
@@ -104,6 +106,10 @@ constexpr layer_facts facts(const lm_head<V, C, Tie>*, priority<1>) {
 template <std::size_t Tp, std::size_t H>
 constexpr layer_facts facts(const swiglu<H>*, priority<1>) {
   return {{}, 0, true};
+}
+template <std::size_t Tp, std::size_t H>
+constexpr layer_facts facts(const geglu<H>*, priority<1>) {
+  return {{}, 0, true};  // gated like swiglu: keeps gate|up and their product
 }
 template <std::size_t Tp, class... Ls>
 constexpr layer_facts facts(const sequential<Ls...>*, priority<1>) {

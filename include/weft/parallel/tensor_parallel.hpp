@@ -7,7 +7,7 @@
 //   linear<In, Out, column>                             column_parallel_linear (Out/TP outputs)
 //   linear<In, Out, row>                                row_parallel_linear (In/TP inputs)
 //   causal_attention<H, KVH, D, Pos, W>                 causal_attention<H/TP, KVH/TP, D, Pos, W>
-//   gelu<F>, swiglu<F>                                  gelu<F/TP>, swiglu<F/TP>
+//   gelu<F>, swiglu<F>, geglu<F>                        gelu<F/TP>, swiglu<F/TP>, geglu<F/TP>
 //   token_embedding<V, C>, lm_head<V, C, Tie>           vocabulary-parallel forms
 //   positional_embedding<Ctx, C>                        itself (SP: on the sequence slice)
 //   layernorm, rmsnorm, linear<..., replicated>         themselves (SP: on the sequence slice)
@@ -37,6 +37,8 @@
 #include "weft/model/residual.hpp"                  // residual
 #include "weft/model/rmsnorm.hpp"                   // rmsnorm
 #include "weft/model/sequential.hpp"                // sequential
+#include "weft/model/embedding_scale.hpp"           // embedding_scale
+#include "weft/model/geglu.hpp"                     // geglu
 #include "weft/model/swiglu.hpp"                    // swiglu
 #include "weft/model/tensor_parallel_layers.hpp"    // column/row_parallel_linear, vocab_parallel_*, tp_region
 #include "weft/model/token_embedding.hpp"           // token_embedding
@@ -209,6 +211,13 @@ struct tp_shard<swiglu<F>, TP, SP, R> {
   static_assert(detail::tp_inside<swiglu<F>, R>);
   using type = swiglu<(ffn_divisible ? F / TP : 1)>;
 };
+template <std::size_t F, std::size_t TP, bool SP, bool R>
+struct tp_shard<geglu<F>, TP, SP, R> {
+  static constexpr bool ffn_divisible = diag::divisible<F, TP>;
+  static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
+  static_assert(detail::tp_inside<geglu<F>, R>);
+  using type = geglu<(ffn_divisible ? F / TP : 1)>;
+};
 template <std::size_t V, std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<token_embedding<V, C>, TP, SP, R> {
   static_assert(detail::tp_outside<token_embedding<V, C>, R>);
@@ -224,6 +233,11 @@ template <std::size_t Ctx, std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<positional_embedding<Ctx, C>, TP, SP, R> {
   static_assert(detail::tp_outside<positional_embedding<Ctx, C>, R>);
   using type = std::conditional_t<SP, sequence_parallel_positional<Ctx, C, TP>, positional_embedding<Ctx, C>>;
+};
+template <std::size_t C, std::size_t TP, bool SP, bool R>
+struct tp_shard<embedding_scale<C>, TP, SP, R> {
+  static_assert(detail::tp_outside<embedding_scale<C>, R>);
+  using type = embedding_scale<C>;
 };
 template <std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<layernorm<C>, TP, SP, R> {

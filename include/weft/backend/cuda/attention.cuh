@@ -1,8 +1,9 @@
 #pragma once
 // ---- causal attention on tensor cores: cuBLASLt products around weft's row kernels ----
 // The CUDA body of ops::attention_forward / attention_backward (ops.cuh), with the host op's
-// contract: `att` (B, H, S, S) keeps the probabilities (0 past the query), `scratch` (B, H, S,
-// S) receives d(scores), and dqkv accumulates. Per batch element, over chunks of heads:
+// contract: `att` (B, H, S, S) keeps the probabilities (0 past the query, and before the sliding
+// window of W keys when W > 0), `scratch` (B, H, S, S) receives d(scores), and dqkv accumulates.
+// Per batch element, over chunks of heads:
 //   forward   scores = scale·Q·Kᵀ (cuBLASLt, f32 out, in the context's scratch)
 //             P = causal softmax(scores) -> att               (causal_softmax_rows)
 //             out = P·V                                        (cuBLASLt)
@@ -14,8 +15,9 @@
 // grouped-query heads (KVH < H) the products run per query head, its kv head's gradients
 // accumulating in order. The f32 score chunk is borrowed from the context's scratch (S·S·4
 // bytes per head; a clear error when one head does not fit). The products compute the whole
-// S×S square, masked afterwards: twice the causal FLOPs, on tensor cores; a flash kernel on
-// tensor cores (online softmax, no S×S buffers) is the next step (docs/kernels.md).
+// S×S square, masked afterwards by the row kernels (causal, and the window): twice the causal
+// FLOPs, on tensor cores, and more than that with a window, whose band the products do not
+// skip; the tensor-core flash kernels (kernels/flash_attention.hpp) skip both.
 #include "weft/backend/cuda/context.cuh"                  // cuda_context, check, cuda_error
 #include "weft/backend/cuda/gemm.cuh"                     // detail::cuda_data_type, pointer_alignment
 #include "weft/backend/cuda/kernels/attention_rows.cuh"  // launch_causal_softmax_rows, launch_attention_dscores_rows
@@ -147,7 +149,7 @@ inline void run_batched(const cuda_context& c, const batched_gemm& g, float alph
 // Shapes of one attention, and the chunk of heads whose f32 scores fit the context's scratch.
 template <std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
 struct attention_shape {
-  static constexpr std::size_t W = (H + 2 * KVH) * D;  // qkv row
+  static constexpr std::size_t Ld = (H + 2 * KVH) * D;  // qkv row (the q, k and v products' leading dimension)
   static constexpr std::size_t HD = H * D;             // out row
   static constexpr std::size_t group = H / KVH;
   static constexpr std::size_t q_col(std::size_t h) { return h * D; }
@@ -166,40 +168,41 @@ struct attention_shape {
   }
   // scores(S_k × S_q, column-major) of heads [h, h + n): alpha·K·Qᵀ, i.e. row-major (S_q, S_k) = alpha·Q·Kᵀ.
   static batched_gemm qk(std::size_t n) {
-    return {CUBLAS_OP_T, CUBLAS_OP_N, S, S, D, W, W, S, D, D, S * S, static_cast<std::int32_t>(n), type, CUDA_R_32F};
+    return {CUBLAS_OP_T, CUBLAS_OP_N, S, S, D, Ld, Ld, S, D, D, S * S, static_cast<std::int32_t>(n), type, CUDA_R_32F};
   }
   // out (D × S_q) = Vᵀ·Pᵀ, i.e. out = P·V; n heads.
   static batched_gemm pv(std::size_t n) {
-    return {CUBLAS_OP_N, CUBLAS_OP_N, D, S, S, W, S, HD, D, S * S, D, static_cast<std::int32_t>(n), type, type};
+    return {CUBLAS_OP_N, CUBLAS_OP_N, D, S, S, Ld, S, HD, D, S * S, D, static_cast<std::int32_t>(n), type, type};
   }
   // dP (S_k × S_q) = V·doutᵀ, i.e. dP = dout·Vᵀ (f32).
   static batched_gemm dov(std::size_t n) {
-    return {CUBLAS_OP_T, CUBLAS_OP_N, S, S, D, W, HD, S, D, D, S * S, static_cast<std::int32_t>(n), type, CUDA_R_32F};
+    return {CUBLAS_OP_T, CUBLAS_OP_N, S, S, D, Ld, HD, S, D, D, S * S, static_cast<std::int32_t>(n), type, CUDA_R_32F};
   }
   // dQᵀ (D × S_q) += Kᵀ·dSᵀ.
   static batched_gemm dq(std::size_t n) {
-    return {CUBLAS_OP_N, CUBLAS_OP_N, D, S, S, W, S, W, D, S * S, D, static_cast<std::int32_t>(n), type, type};
+    return {CUBLAS_OP_N, CUBLAS_OP_N, D, S, S, Ld, S, Ld, D, S * S, D, static_cast<std::int32_t>(n), type, type};
   }
   // dKᵀ (D × S_k) += Qᵀ·dS.
   static batched_gemm dk(std::size_t n) {
-    return {CUBLAS_OP_N, CUBLAS_OP_T, D, S, S, W, S, W, D, S * S, D, static_cast<std::int32_t>(n), type, type};
+    return {CUBLAS_OP_N, CUBLAS_OP_T, D, S, S, Ld, S, Ld, D, S * S, D, static_cast<std::int32_t>(n), type, type};
   }
   // dVᵀ (D × S_k) += doutᵀ·P.
   static batched_gemm dv(std::size_t n) {
-    return {CUBLAS_OP_N, CUBLAS_OP_T, D, S, S, HD, S, W, D, S * S, D, static_cast<std::int32_t>(n), type, type};
+    return {CUBLAS_OP_N, CUBLAS_OP_T, D, S, S, HD, S, Ld, D, S * S, D, static_cast<std::int32_t>(n), type, type};
   }
 };
 }  // namespace detail
 
-/// out (B, S, H·D) = causal attention of qkv; att (B, H, S, S) = the probabilities.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+/// out (B, S, H·D) = causal attention of qkv (a sliding window of W keys when W > 0); att (B, H,
+/// S, S) = the probabilities.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
 void attention_forward_tc(const cuda_context& c, T* out, T* att, const T* qkv) {
   using sh = detail::attention_shape<S, H, KVH, D, T>;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const std::size_t chunk = sh::heads_per_chunk(c, "attention_forward");
   float* scores = c.borrow<float>(chunk * S * S, 0, "attention_forward");
   for (std::size_t b = 0; b < B; ++b) {
-    const T* x = qkv + b * S * sh::W;
+    const T* x = qkv + b * S * sh::Ld;
     T* pb = att + b * H * S * S;
     for (std::size_t h0 = 0; h0 < H; h0 += chunk) {
       const std::size_t n = std::min(chunk, H - h0);
@@ -210,7 +213,7 @@ void attention_forward_tc(const cuda_context& c, T* out, T* att, const T* qkv) {
           detail::run_batched(c, sh::qk(1), scale, 0.0f, x + sh::k_col(h), x + sh::q_col(h), scores + (h - h0) * S * S,
                               "attention_forward(QKᵀ)");
       }
-      check(kernels::launch_causal_softmax_rows<S>(c.stream, static_cast<const float*>(scores), pb + h0 * S * S, n * S),
+      check(kernels::launch_causal_softmax_rows<S, W>(c.stream, static_cast<const float*>(scores), pb + h0 * S * S, n * S),
             "attention_forward(softmax)");
     }
     T* o = out + b * S * sh::HD;
@@ -223,16 +226,16 @@ void attention_forward_tc(const cuda_context& c, T* out, T* att, const T* qkv) {
   }
 }
 
-/// dqkv += the gradient of attention_forward_tc; dscores (B, H, S, S) receives d(scores).
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+/// dqkv += the gradient of attention_forward_tc (the same W); dscores (B, H, S, S) receives d(scores).
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
 void attention_backward_tc(const cuda_context& c, T* dqkv, T* dscores, const T* dout, const T* qkv, const T* att) {
   using sh = detail::attention_shape<S, H, KVH, D, T>;
   const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const std::size_t chunk = sh::heads_per_chunk(c, "attention_backward");
   float* dp = c.borrow<float>(chunk * S * S, 0, "attention_backward");
   for (std::size_t b = 0; b < B; ++b) {
-    const T* x = qkv + b * S * sh::W;
-    T* dx = dqkv + b * S * sh::W;
+    const T* x = qkv + b * S * sh::Ld;
+    T* dx = dqkv + b * S * sh::Ld;
     const T* go = dout + b * S * sh::HD;
     const T* pb = att + b * H * S * S;
     T* ds = dscores + b * H * S * S;
@@ -245,7 +248,7 @@ void attention_backward_tc(const cuda_context& c, T* dqkv, T* dscores, const T* 
           detail::run_batched(c, sh::dov(1), 1.0f, 0.0f, x + sh::v_col(h), go + h * D, dp + (h - h0) * S * S,
                               "attention_backward(dO·Vᵀ)");
       }
-      check(kernels::launch_attention_dscores_rows<S>(c.stream, static_cast<const float*>(dp), pb + h0 * S * S,
+      check(kernels::launch_attention_dscores_rows<S, W>(c.stream, static_cast<const float*>(dp), pb + h0 * S * S,
                                                       ds + h0 * S * S, n * S),
             "attention_backward(dscores)");
     }

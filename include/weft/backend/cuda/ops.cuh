@@ -40,6 +40,7 @@
 #include "weft/ops/rope.hpp"
 #include "weft/ops/scale.hpp"
 #include "weft/ops/sum_squares.hpp"
+#include "weft/ops/geglu.hpp"
 #include "weft/ops/swiglu.hpp"
 
 #include <concepts>
@@ -310,6 +311,14 @@ template <std::size_t N, std::size_t H, device_element T>
 void op_impl(ops::swiglu_backward_op<N, H>, const cuda_context& c, T* dinp, const T* inp, const T* dout) {
   check(k::launch_swiglu_backward<N, H>(c.stream, dinp, inp, dout), "swiglu_backward");
 }
+template <std::size_t N, std::size_t H, device_element T>
+void op_impl(ops::geglu_forward_op<N, H>, const cuda_context& c, T* out, const T* inp) {
+  check(k::launch_geglu_forward<N, H>(c.stream, out, inp), "geglu_forward");
+}
+template <std::size_t N, std::size_t H, device_element T>
+void op_impl(ops::geglu_backward_op<N, H>, const cuda_context& c, T* dinp, const T* inp, const T* dout) {
+  check(k::launch_geglu_backward<N, H>(c.stream, dinp, inp, dout), "geglu_backward");
+}
 template <std::size_t N, device_element T>
 void op_impl(ops::residual_forward_op<N>, const cuda_context& c, T* out, const T* a, const T* b) {
   check(k::launch_residual_forward<N>(c.stream, out, a, b), "residual_forward");
@@ -333,29 +342,30 @@ void op_impl(ops::rope_backward_op<B, S, H, KVH, D, Base, R, Scaling>, const cud
 // ---- attention keeping row statistics (ops/flash_attention.hpp; the flash_attention option) ----
 // bf16/f16 with head dims 16..128 (multiples of 16) and a 16-byte aligned qkv: the tensor-core
 // flash kernels (Δ borrowed from the context's scratch); otherwise the scalar flash kernels
-// (kernels/attention.hpp, one thread per query row), which take any element type.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, float* lse, const T* qkv) {
+// (kernels/attention.hpp, one thread per query row), which take any element type. Every body
+// takes the sliding window W (0: none) and skips the key tiles outside it.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, device_element T>
+void op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D, W>, const cuda_context& c, T* out, float* lse, const T* qkv) {
   if constexpr (k::mma_attention_shape<T, D>) {
     if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
-      check(k::launch_mma_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
+      check(k::launch_mma_attention_forward<B, S, H, KVH, D, W>(c.stream, out, lse, qkv), "flash_attention_forward");
       return;
     }
   }
-  check(k::launch_flash_attention_forward<B, S, H, KVH, D>(c.stream, out, lse, qkv), "flash_attention_forward");
+  check(k::launch_flash_attention_forward<B, S, H, KVH, D, W>(c.stream, out, lse, qkv), "flash_attention_forward");
 }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, const T* dout,
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, device_element T>
+void op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D, W>, const cuda_context& c, T* dqkv, const T* dout,
              const T* qkv, const T* out, const float* lse) {
   if constexpr (k::mma_attention_shape<T, D>) {
     if (reinterpret_cast<std::uintptr_t>(qkv) % 16 == 0) {
       float* delta = c.borrow<float>(B * H * S, 0, "flash_attention_backward");  // Δ (B, H, S)
-      check(k::launch_mma_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, delta, dout, qkv, out, lse),
+      check(k::launch_mma_attention_backward<B, S, H, KVH, D, W>(c.stream, dqkv, delta, dout, qkv, out, lse),
             "flash_attention_backward");
       return;
     }
   }
-  check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, out, lse),
+  check(k::launch_flash_attention_backward<B, S, H, KVH, D, W>(c.stream, dqkv, dout, qkv, out, lse),
         "flash_attention_backward");
 }
 
@@ -371,7 +381,9 @@ void op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>, const cuda_conte
 //   * WEFT_CUDA_SIMT_ATTENTION (a compile definition) selects the scalar flash kernels
 //     (kernels/attention.hpp, one thread per query row) for every shape instead.
 // The flash bodies need `att` to hold the row statistics and the output copy (a sequence of at
-// least the head size and a few: flash_kept::fits); see use_mma_attention for the rest.
+// least the head size and a few: flash_kept::fits); see use_mma_attention for the rest. All three
+// take the op's sliding window W (0: none); the cuBLASLt path keeps 0 in `att` and `scratch`
+// outside it, as the host op does.
 namespace detail {
 template <std::size_t B, std::size_t S, std::size_t H, std::size_t D, class T>
 struct flash_kept {
@@ -412,47 +424,47 @@ bool use_mma_attention(const T* att, const T* qkv) {
 }  // namespace detail
 
 #if defined(WEFT_CUDA_SIMT_ATTENTION)
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, device_element T>
+void op_impl(ops::attention_forward_op<B, S, H, KVH, D, W>, const cuda_context& c, T* out, T* att, const T* qkv) {
   using kept = detail::flash_kept<B, S, H, D, T>;
   static_assert(kept::fits,
                 "weft::cuda::attention_forward: the sequence is too short for the kept buffer to hold the row "
                 "log-sum-exp and the output (needs seq >= head size + a few). Use a longer sequence on the CUDA backend.");
-  check(k::launch_flash_attention_forward<B, S, H, KVH, D>(c.stream, out, kept::lse(att), qkv), "attention_forward");
+  check(k::launch_flash_attention_forward<B, S, H, KVH, D, W>(c.stream, out, kept::lse(att), qkv), "attention_forward");
   check(k::launch_copy(c.stream, kept::out(att), out, kept::out_elements), "attention_forward(keep output)");
 }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, T* /*scratch*/, const T* dout,
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, device_element T>
+void op_impl(ops::attention_backward_op<B, S, H, KVH, D, W>, const cuda_context& c, T* dqkv, T* /*scratch*/, const T* dout,
              const T* qkv, const T* att) {
   using kept = detail::flash_kept<B, S, H, D, T>;
-  check(k::launch_flash_attention_backward<B, S, H, KVH, D>(c.stream, dqkv, dout, qkv, kept::out(att), kept::lse(att)),
+  check(k::launch_flash_attention_backward<B, S, H, KVH, D, W>(c.stream, dqkv, dout, qkv, kept::out(att), kept::lse(att)),
         "attention_backward");
 }
 #else
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::attention_forward_op<B, S, H, KVH, D>, const cuda_context& c, T* out, T* att, const T* qkv) {
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, device_element T>
+void op_impl(ops::attention_forward_op<B, S, H, KVH, D, W>, const cuda_context& c, T* out, T* att, const T* qkv) {
   if constexpr (detail::mma_attention_eligible<B, S, H, D, T>) {
     if (detail::use_mma_attention<B, S, H, D>(att, qkv)) {
       using kept = detail::flash_kept<B, S, H, D, T>;  // the row-statistics op, then the output kept
-      op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D>{}, c, out, kept::lse(att), qkv);
+      op_impl(ops::flash_attention_forward_op<B, S, H, KVH, D, W>{}, c, out, kept::lse(att), qkv);
       check(k::launch_copy(c.stream, kept::out(att), out, kept::out_elements), "attention_forward(keep output)");
       return;
     }
   }
-  attention_forward_tc<B, S, H, KVH, D>(c, out, att, qkv);
+  attention_forward_tc<B, S, H, KVH, D, W>(c, out, att, qkv);
 }
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, device_element T>
-void op_impl(ops::attention_backward_op<B, S, H, KVH, D>, const cuda_context& c, T* dqkv, T* scratch, const T* dout,
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W, device_element T>
+void op_impl(ops::attention_backward_op<B, S, H, KVH, D, W>, const cuda_context& c, T* dqkv, T* scratch, const T* dout,
              const T* qkv, const T* att) {
   if constexpr (detail::mma_attention_eligible<B, S, H, D, T>) {
     if (detail::use_mma_attention<B, S, H, D>(att, qkv)) {
       using kept = detail::flash_kept<B, S, H, D, T>;
-      op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D>{}, c, dqkv, dout, qkv, kept::out(att),
+      op_impl(ops::flash_attention_backward_op<B, S, H, KVH, D, W>{}, c, dqkv, dout, qkv, kept::out(att),
               static_cast<const float*>(kept::lse(att)));
       return;
     }
   }
-  attention_backward_tc<B, S, H, KVH, D>(c, dqkv, scratch, dout, qkv, att);
+  attention_backward_tc<B, S, H, KVH, D, W>(c, dqkv, scratch, dout, qkv, att);
 }
 #endif
 

@@ -5,17 +5,18 @@
 
 namespace weft::cuda::kernels {
 
-/// out(B, S, H*D) = causal attention of qkv (B, S, (H + 2 KVH) D); lse(B, H, S) f32.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+/// out(B, S, H*D) = causal attention of qkv (B, S, (H + 2 KVH) D), with a sliding window of W
+/// keys when W > 0; lse(B, H, S) f32.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
 cudaError_t launch_flash_attention_forward(cudaStream_t s, T* out, float* lse, const T* qkv) {
-  return launch(s, make_flash_attention_forward<B, S, H, KVH, D>(out, lse, qkv));
+  return launch(s, make_flash_attention_forward<B, S, H, KVH, D, W>(out, lse, qkv));
 }
 
 /// dqkv += the attention gradient (two kernels: dq, then dk and dv; no atomics).
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
 cudaError_t launch_flash_attention_backward(cudaStream_t s, T* dqkv, const T* dout, const T* qkv, const T* out,
                                             const float* lse) {
-  const auto k = make_flash_attention_backward<B, S, H, KVH, D>(dqkv, dout, qkv, out, lse);
+  const auto k = make_flash_attention_backward<B, S, H, KVH, D, W>(dqkv, dout, qkv, out, lse);
   if (const cudaError_t e = launch(s, k.dq); e != cudaSuccess) return e;
   return launch(s, k.dkv);
 }

@@ -8,16 +8,38 @@
 // query head h reads kv head h / (H / KVH). Phases: for each key tile, load K and V rows into
 // shared memory (as f32), barrier, update every row with the tile's keys (causal: key <= query),
 // barrier; a last phase normalises and writes. Tiles past a block's diagonal are skipped (their
-// phases only meet the barriers). Each thread holds q and acc (2 D floats): fine for the
-// emulator and a correctness reference on a device, not the fast path — that is the
-// tensor-core (mma/wgmma) kernel, which cannot run on a CPU and is not written yet.
+// phases only meet the barriers), and with a sliding window of W keys (W > 0: query t sees keys
+// t - W < t2 <= t, ops/attention.hpp) so are the tiles before the window of the block's first
+// query; each row's loop starts at its own window's first key. Each thread holds q and acc (2 D
+// floats): fine for the emulator and a correctness reference on a device, not the fast path —
+// that is the tensor-core (mma/wgmma) kernel, which cannot run on a CPU and is not written yet.
 #include "weft/backend/cuda/kernels/grid.hpp"  // block_context, math, to_f32, from_f32
 
 #include <cstddef>
 
 namespace weft::cuda::kernels {
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+namespace detail {
+// The sliding window of every attention kernel (the row kernels and the tensor-core kernels use
+// these too): ops/attention.hpp's window_first and window_end, callable on the device.
+/// The first key query t sees under a window of W keys (W = 0: no window, key 0).
+template <std::size_t W>
+WEFT_HOST_DEVICE constexpr std::size_t window_first(std::size_t t) {
+  return W == 0 || t < W ? 0 : t + 1 - W;
+}
+/// One past the last query that sees key t2 under a window of W keys (W = 0: every later query).
+template <std::size_t W, std::size_t S>
+WEFT_HOST_DEVICE constexpr std::size_t window_end(std::size_t t2) {
+  return W == 0 || t2 + W > S ? S : t2 + W;
+}
+/// Whether query t sees key t2: causal (t2 <= t) and inside the window.
+template <std::size_t W>
+WEFT_HOST_DEVICE constexpr bool sees(std::size_t t, std::size_t t2) {
+  return t2 <= t && (W == 0 || t - t2 < W);
+}
+}  // namespace detail
+
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct flash_attention_forward_kernel {
   static constexpr bool heads_divisible = H % KVH == 0;
   static_assert(heads_divisible, "weft::cuda::kernels::attention: heads is not divisible by kv_heads. Choose kv_heads "
@@ -44,6 +66,11 @@ struct flash_attention_forward_kernel {
   };
   static constexpr int phases = static_cast<int>(2 * key_tiles + 1);
   static constexpr unsigned threads = static_cast<unsigned>(Br);  // the launch bound (launch.cuh)
+  // The key tiles a query tile reads: from its first query's window to its last query (causal).
+  WEFT_HOST_DEVICE static constexpr std::size_t first_key_tile(std::size_t q_tile) {
+    return detail::window_first<W>(q_tile * Br) / Bc;
+  }
+  WEFT_HOST_DEVICE static constexpr std::size_t last_key_tile(std::size_t q_tile) { return ((q_tile + 1) * Br - 1) / Bc; }
   launch_config config() const {
     return {{static_cast<unsigned>(query_tiles), static_cast<unsigned>(H), static_cast<unsigned>(B)},
             {static_cast<unsigned>(Br), 1, 1}};
@@ -62,17 +89,16 @@ struct flash_attention_forward_kernel {
       lse[(b * H + h) * S + t] = l.m + math::log(l.l);
       return;
     }
-    const std::size_t tile = static_cast<std::size_t>(p / 2);
-    const std::size_t last_key_tile = ((q_tile + 1) * Br - 1) / Bc;  // causal: tiles past the diagonal
-    if (tile > last_key_tile) return;
-    if (p % 2 == 0) {
-      if (p == 0 && t < S) {
-        const float scale = 1.0f / math::sqrt(float(D));
-        for (std::size_t i = 0; i < D; ++i) {
-          l.q[i] = to_f32(base[t * qkv_width + h * D + i]) * scale;
-          l.acc[i] = 0;
-        }
+    if (p == 0 && t < S) {  // before any skipping: the first tiles may be before the window
+      const float scale = 1.0f / math::sqrt(float(D));
+      for (std::size_t i = 0; i < D; ++i) {
+        l.q[i] = to_f32(base[t * qkv_width + h * D + i]) * scale;
+        l.acc[i] = 0;
       }
+    }
+    const std::size_t tile = static_cast<std::size_t>(p / 2);
+    if (tile < first_key_tile(q_tile) || tile > last_key_tile(q_tile)) return;
+    if (p % 2 == 0) {
       // cooperative load of the tile's K and V rows
       for (std::size_t e = c.thread_rank(); e < Bc * D; e += c.threads()) {
         const std::size_t r = e / D, i = e % D, key = tile * Bc + r;
@@ -82,7 +108,8 @@ struct flash_attention_forward_kernel {
       return;
     }
     if (t >= S) return;
-    for (std::size_t r = 0; r < Bc; ++r) {
+    const std::size_t first = detail::window_first<W>(t);
+    for (std::size_t r = first > tile * Bc ? first - tile * Bc : 0; r < Bc; ++r) {
       const std::size_t key = tile * Bc + r;
       if (key > t || key >= S) break;
       float score = 0;
@@ -102,12 +129,13 @@ struct flash_attention_forward_kernel {
 // Two kernels, each owning what it writes, so there are no atomics and the sums have one order:
 //   * dq: grid (query tiles, H, B), a thread per query row walks the key tiles (as the forward);
 //   * dk, dv: grid (key tiles, KVH, B), a thread per key row walks, for each query head of its
-//     group, the query tiles at or after its own (loaded with dout, lse and Δ into shared memory).
+//     group, the query tiles at or after its own (loaded with dout, lse and Δ into shared memory),
+//     up to the last query whose window holds the tile's keys.
 // Both accumulate (+=) into dqkv (B, S, (H + 2 KVH) D), as ops::attention_backward.
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct flash_attention_backward_dq_kernel {
-  using fwd = flash_attention_forward_kernel<B, S, H, KVH, D, T>;
+  using fwd = flash_attention_forward_kernel<B, S, H, KVH, D, T, W>;
   static constexpr std::size_t Br = fwd::Br, Bc = fwd::Bc, qkv_width = fwd::qkv_width;
 
   T* dqkv;
@@ -142,22 +170,22 @@ struct flash_attention_backward_dq_kernel {
       for (std::size_t i = 0; i < D; ++i) dq[i] = from_f32<T>(to_f32(dq[i]) + l.dq[i]);
       return;
     }
-    const std::size_t tile = static_cast<std::size_t>(p / 2);
-    if (tile > ((q_tile + 1) * Br - 1) / Bc) return;  // past the diagonal
-    if (p % 2 == 0) {
-      if (p == 0 && t < S) {
-        const T* o = out + (b * S + t) * H * D + h * D;
-        const T* g = dout + (b * S + t) * H * D + h * D;
-        float delta = 0;
-        for (std::size_t i = 0; i < D; ++i) {
-          l.q[i] = to_f32(base[t * qkv_width + h * D + i]);
-          l.dout[i] = to_f32(g[i]);
-          l.dq[i] = 0;
-          delta += l.dout[i] * to_f32(o[i]);
-        }
-        l.delta = delta;
-        l.lse = lse[(b * H + h) * S + t];
+    if (p == 0 && t < S) {  // before any skipping: the first tiles may be before the window
+      const T* o = out + (b * S + t) * H * D + h * D;
+      const T* g = dout + (b * S + t) * H * D + h * D;
+      float delta = 0;
+      for (std::size_t i = 0; i < D; ++i) {
+        l.q[i] = to_f32(base[t * qkv_width + h * D + i]);
+        l.dout[i] = to_f32(g[i]);
+        l.dq[i] = 0;
+        delta += l.dout[i] * to_f32(o[i]);
       }
+      l.delta = delta;
+      l.lse = lse[(b * H + h) * S + t];
+    }
+    const std::size_t tile = static_cast<std::size_t>(p / 2);
+    if (tile < fwd::first_key_tile(q_tile) || tile > fwd::last_key_tile(q_tile)) return;
+    if (p % 2 == 0) {
       for (std::size_t e = c.thread_rank(); e < Bc * D; e += c.threads()) {
         const std::size_t r = e / D, i = e % D, key = tile * Bc + r;
         s.k[r][i] = key < S ? to_f32(base[key * qkv_width + k_at + i]) : 0.0f;
@@ -166,7 +194,8 @@ struct flash_attention_backward_dq_kernel {
       return;
     }
     if (t >= S) return;
-    for (std::size_t r = 0; r < Bc; ++r) {
+    const std::size_t first = detail::window_first<W>(t);
+    for (std::size_t r = first > tile * Bc ? first - tile * Bc : 0; r < Bc; ++r) {
       const std::size_t key = tile * Bc + r;
       if (key > t || key >= S) break;
       float qk = 0, dp = 0;
@@ -181,9 +210,9 @@ struct flash_attention_backward_dq_kernel {
   }
 };
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct flash_attention_backward_dkv_kernel {
-  using fwd = flash_attention_forward_kernel<B, S, H, KVH, D, T>;
+  using fwd = flash_attention_forward_kernel<B, S, H, KVH, D, T, W>;
   static constexpr std::size_t Br = fwd::Br, Bc = fwd::Bc, qkv_width = fwd::qkv_width, group = fwd::group;
   static constexpr std::size_t steps = group * fwd::query_tiles;  // (query head of the group, query tile)
 
@@ -235,6 +264,7 @@ struct flash_attention_backward_dkv_kernel {
     const std::size_t step = static_cast<std::size_t>(p / 2);
     const std::size_t h = kvh * group + step / fwd::query_tiles, q_tile = step % fwd::query_tiles;
     if ((q_tile + 1) * Br - 1 < k_tile * Bc) return;  // queries all before the keys: masked
+    if (q_tile * Br >= detail::window_end<W, S>((k_tile + 1) * Bc - 1)) return;  // all past the keys' windows
     if (p % 2 == 0) {
       // thread r loads query row q_tile * Br + r of head h, its dout, lse and Δ
       const std::size_t r = c.thread_rank(), t = q_tile * Br + r;
@@ -252,9 +282,10 @@ struct flash_attention_backward_dkv_kernel {
       return;
     }
     if (key >= S) return;
+    const std::size_t end = detail::window_end<W, S>(key);
     for (std::size_t r = 0; r < Br; ++r) {
       const std::size_t t = q_tile * Br + r;
-      if (t >= S) break;
+      if (t >= end) break;    // past S, or past the key's window
       if (t < key) continue;  // causal
       float qk = 0, dp = 0;
       for (std::size_t i = 0; i < D; ++i) {
@@ -271,23 +302,25 @@ struct flash_attention_backward_dkv_kernel {
   }
 };
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct flash_attention_backward_kernels {
-  flash_attention_backward_dq_kernel<B, S, H, KVH, D, T> dq;
-  flash_attention_backward_dkv_kernel<B, S, H, KVH, D, T> dkv;
+  flash_attention_backward_dq_kernel<B, S, H, KVH, D, T, W> dq;
+  flash_attention_backward_dkv_kernel<B, S, H, KVH, D, T, W> dkv;
 };
 
-/// dqkv += the gradient of flash attention, from dout (B, S, H*D), the forward's qkv, out and lse.
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
-flash_attention_backward_kernels<B, S, H, KVH, D, T> make_flash_attention_backward(T* dqkv, const T* dout,
-                                                                                   const T* qkv, const T* out,
-                                                                                   const float* lse) {
+/// dqkv += the gradient of flash attention, from dout (B, S, H*D), the forward's qkv, out and lse;
+/// W > 0: a sliding window of W keys, as the forward's.
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
+flash_attention_backward_kernels<B, S, H, KVH, D, T, W> make_flash_attention_backward(T* dqkv, const T* dout,
+                                                                                      const T* qkv, const T* out,
+                                                                                      const float* lse) {
   return {{dqkv, dout, qkv, out, lse}, {dqkv, dout, qkv, out, lse}};
 }
 
-/// out(B, S, H*D) = causal attention of qkv; lse(B, H, S) kept (f32).
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
-flash_attention_forward_kernel<B, S, H, KVH, D, T> make_flash_attention_forward(T* out, float* lse, const T* qkv) {
+/// out(B, S, H*D) = causal attention of qkv, with a sliding window of W keys when W > 0; lse(B, H, S)
+/// kept (f32).
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
+flash_attention_forward_kernel<B, S, H, KVH, D, T, W> make_flash_attention_forward(T* out, float* lse, const T* qkv) {
   return {out, lse, qkv};
 }
 

@@ -5,17 +5,18 @@
 
 namespace weft::cuda::kernels {
 
-/// probs(rows, S) = causal softmax of the f32 scores(rows, S); row r is query position r % S.
-template <std::size_t S, class T>
+/// probs(rows, S) = causal softmax of the f32 scores(rows, S); row r is query position r % S;
+/// W > 0: a sliding window of W keys.
+template <std::size_t S, std::size_t W = 0, class T>
 cudaError_t launch_causal_softmax_rows(cudaStream_t s, const float* scores, T* probs, std::size_t rows) {
-  return launch(s, make_causal_softmax_rows<S>(scores, probs, rows));
+  return launch(s, make_causal_softmax_rows<S, W>(scores, probs, rows));
 }
 
-/// dscores(rows, S) = probs ⊙ (dprobs - Σ probs·dprobs), causal.
-template <std::size_t S, class T>
+/// dscores(rows, S) = probs ⊙ (dprobs - Σ probs·dprobs), causal (and windowed when W > 0).
+template <std::size_t S, std::size_t W = 0, class T>
 cudaError_t launch_attention_dscores_rows(cudaStream_t s, const float* dprobs, const T* probs, T* dscores,
                                           std::size_t rows) {
-  return launch(s, make_attention_dscores_rows<S>(dprobs, probs, dscores, rows));
+  return launch(s, make_attention_dscores_rows<S, W>(dprobs, probs, dscores, rows));
 }
 
 }  // namespace weft::cuda::kernels

@@ -1,6 +1,6 @@
 #pragma once
 // ---- launchers of GELU, SwiGLU and residual (elementwise.hpp) ----
-#include "weft/backend/cuda/kernels/elementwise.hpp"  // make_gelu_*, make_swiglu_*, make_residual_*
+#include "weft/backend/cuda/kernels/elementwise.hpp"  // make_gelu_*, make_swiglu_*, make_geglu_*, make_residual_*
 #include "weft/backend/cuda/kernels/launch.cuh"       // launch
 
 namespace weft::cuda::kernels {
@@ -20,6 +20,14 @@ cudaError_t launch_swiglu_forward(cudaStream_t s, T* out, const T* inp) {
 template <std::size_t N, std::size_t H, class T>
 cudaError_t launch_swiglu_backward(cudaStream_t s, T* dinp, const T* inp, const T* dout) {
   return launch(s, make_swiglu_backward<N, H>(dinp, inp, dout));
+}
+template <std::size_t N, std::size_t H, class T>
+cudaError_t launch_geglu_forward(cudaStream_t s, T* out, const T* inp) {
+  return launch(s, make_geglu_forward<N, H>(out, inp));
+}
+template <std::size_t N, std::size_t H, class T>
+cudaError_t launch_geglu_backward(cudaStream_t s, T* dinp, const T* inp, const T* dout) {
+  return launch(s, make_geglu_backward<N, H>(dinp, inp, dout));
 }
 template <std::size_t N, class T>
 cudaError_t launch_residual_forward(cudaStream_t s, T* out, const T* a, const T* b) {

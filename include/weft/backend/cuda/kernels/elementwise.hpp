@@ -161,6 +161,48 @@ struct swiglu_backward_body {
   }
 };
 
+// ---- GeGLU: inp (N, 2H) = [gate | up], out (N, H) = gelu(gate) * up (tanh GELU) ----
+
+template <std::size_t H, class T>
+struct geglu_forward_body {
+  T* out;
+  const T* inp;
+  template <std::size_t W>
+  WEFT_HOST_DEVICE void apply(std::size_t e) const {
+    const std::size_t n = e / H, i = e % H;
+    const auto g = load_vec<W>(inp + n * 2 * H + i);
+    const auto u = load_vec<W>(inp + n * 2 * H + H + i);
+    vec<T, W> y;
+    for (std::size_t k = 0; k < W; ++k) y.v[k] = from_f32<T>(detail::gelu(to_f32(g.v[k])) * to_f32(u.v[k]));
+    store_vec<W>(out + e, y);
+  }
+};
+
+/// dgate += dout * up * gelu'(gate), dup += dout * gelu(gate).
+template <std::size_t H, class T>
+struct geglu_backward_body {
+  T* dinp;
+  const T* inp;
+  const T* dout;
+  template <std::size_t W>
+  WEFT_HOST_DEVICE void apply(std::size_t e) const {
+    const std::size_t n = e / H, i = e % H;
+    const std::size_t gate_at = n * 2 * H + i, up_at = gate_at + H;
+    const auto g = load_vec<W>(inp + gate_at);
+    const auto u = load_vec<W>(inp + up_at);
+    const auto dy = load_vec<W>(dout + e);
+    auto dg = load_vec<W>(dinp + gate_at);
+    auto du = load_vec<W>(dinp + up_at);
+    for (std::size_t k = 0; k < W; ++k) {
+      const float gf = to_f32(g.v[k]), d = to_f32(dy.v[k]);
+      dg.v[k] = from_f32<T>(to_f32(dg.v[k]) + d * to_f32(u.v[k]) * detail::gelu_grad(gf));
+      du.v[k] = from_f32<T>(to_f32(du.v[k]) + d * detail::gelu(gf));
+    }
+    store_vec<W>(dinp + gate_at, dg);
+    store_vec<W>(dinp + up_at, du);
+  }
+};
+
 // ---- factories ----
 
 namespace detail {
@@ -216,6 +258,20 @@ vector_kernel<swiglu_forward_body<H, T>, swiglu_tiling<N, H, T>> make_swiglu_for
 template <std::size_t N, std::size_t H, class T>
 vector_kernel<swiglu_backward_body<H, T>, swiglu_tiling<N, H, T>> make_swiglu_backward(T* dinp, const T* inp,
                                                                                        const T* dout) {
+  assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(dinp, inp, dout)));
+  return {{dinp, inp, dout}};
+}
+
+/// out(N, H) = gelu(inp[:, :H]) * inp[:, H:] (swiglu's tiling).
+template <std::size_t N, std::size_t H, class T>
+vector_kernel<geglu_forward_body<H, T>, swiglu_tiling<N, H, T>> make_geglu_forward(T* out, const T* inp) {
+  assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(out, inp)));
+  return {{out, inp}};
+}
+/// dinp(N, 2H) += the gradient of geglu_forward.
+template <std::size_t N, std::size_t H, class T>
+vector_kernel<geglu_backward_body<H, T>, swiglu_tiling<N, H, T>> make_geglu_backward(T* dinp, const T* inp,
+                                                                                     const T* dout) {
   assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(dinp, inp, dout)));
   return {{dinp, inp, dout}};
 }

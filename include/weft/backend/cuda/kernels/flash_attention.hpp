@@ -4,7 +4,12 @@
 // warp-level m16n8k16 tensor-core instructions (mma.hpp), bf16 or f16 in, f32 accumulation. No
 // (S, S) matrix exists anywhere: the forward keeps the row log-sum-exp, the backward recomputes
 // the probabilities tile by tile. Tiles past the causal diagonal are skipped, so the work is the
-// causal half of the square.
+// causal half of the square. With a sliding window of W keys (W > 0: query t sees the keys
+// t - W < t2 <= t, ops/attention.hpp) the tiles before the window are skipped as well (a query
+// tile reads its keys from its first query's window on, a key tile the queries up to its last
+// key's window), so the work grows as S·W; tiles the window's edge crosses are masked on both
+// sides of the band, element by element, like the diagonal's. A skipped tile's phases only meet
+// the barriers.
 //
 // Forward, grid (query tiles of Br = 64, H, B), 4 warps of 16 query rows. Per key tile of Bc keys
 // (64 for head dims up to 64, else 32), four phases:
@@ -35,8 +40,9 @@
 // fragment load touches fall in different banks. Static shared memory stays under 48 KiB for head
 // dims up to 128 (static_asserts below). What a lane keeps across phases (its accumulators) is
 // the `locals` struct, indexed only with compile-time indices, so it stays in registers.
-#include "weft/backend/cuda/kernels/grid.hpp"  // block_context, math, load_vec, store_vec
-#include "weft/backend/cuda/kernels/mma.hpp"   // warp_mma, mma_c_coord, mma_element
+#include "weft/backend/cuda/kernels/attention.hpp"  // detail::window_first, window_end, sees
+#include "weft/backend/cuda/kernels/grid.hpp"       // block_context, math, load_vec, store_vec
+#include "weft/backend/cuda/kernels/mma.hpp"        // warp_mma, mma_c_coord, mma_element
 
 #include <cstddef>
 #include <cstdint>
@@ -83,7 +89,7 @@ WEFT_HOST_DEVICE void load_rows(const block_context& c, T (&dst)[R][LD], const T
 
 // ==================================== forward ====================================
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct mma_attention_forward_kernel {
   static_assert(mma_attention_shape<T, D>,
                 "weft::cuda::kernels::mma_attention_forward: needs bf16 or f16 and a head dim that is a multiple of 16 "
@@ -95,7 +101,7 @@ struct mma_attention_forward_kernel {
   static constexpr std::size_t Bc = D <= 64 ? 64 : 32;
   static constexpr std::size_t ld = D + 8, pld = Bc + 8;  // padded row lengths (elements)
   static constexpr std::size_t query_tiles = ceil_div(S, Br), key_tiles = ceil_div(S, Bc);
-  static constexpr std::size_t group = H / KVH, W = (H + 2 * KVH) * D;
+  static constexpr std::size_t group = H / KVH, qkv_width = (H + 2 * KVH) * D;
 
   T* out;         // (B, S, H·D)
   float* lse;     // (B, H, S)
@@ -129,7 +135,7 @@ struct mma_attention_forward_kernel {
     const std::size_t q0 = (query_tiles - 1 - c.block_idx.x) * Br;  // the longest rows first
     const unsigned w = c.warp(), lane = c.lane(), g = lane / 4, t = lane % 4;
     const std::size_t r0 = q0 + 16 * w;  // this warp's first query
-    const T* base = qkv + b * S * W;
+    const T* base = qkv + b * S * qkv_width;
     if (p >= phases - 2) {
       if (p == phases - 2) {  // hand in this lane's partial sums
         s.red[w][g][t] = l.l[0];
@@ -153,15 +159,17 @@ struct mma_attention_forward_kernel {
       return;
     }
     const std::size_t j = static_cast<std::size_t>(p / 4), k0 = j * Bc;
-    if (k0 > q0 + Br - 1) return;  // past the block's diagonal
+    const std::size_t first = detail::window_first<W>(q0) / Bc;  // the tile of the first query's first key
+    if (j < first || k0 > q0 + Br - 1) return;  // before every window of the block, or past its diagonal
     const int step = p % 4;
     if (step == 0) {
-      if (j == 0) detail::load_rows<Br, D, ld, S>(c, s.q, base, W, h * D, q0);
-      detail::load_rows<Bc, D, ld, S>(c, s.k, base, W, (H + kvh) * D, k0);
-      detail::load_rows<Bc, D, ld, S>(c, s.v, base, W, (H + KVH + kvh) * D, k0);
+      if (j == first) detail::load_rows<Br, D, ld, S>(c, s.q, base, qkv_width, h * D, q0);
+      detail::load_rows<Bc, D, ld, S>(c, s.k, base, qkv_width, (H + kvh) * D, k0);
+      detail::load_rows<Bc, D, ld, S>(c, s.v, base, qkv_width, (H + KVH + kvh) * D, k0);
       return;
     }
-    if (r0 >= S || r0 + 15 < k0) return;  // the warp's rows are padding, or all before the tile's keys
+    // the warp's rows are padding, all before the tile's keys, or the keys all before their windows
+    if (r0 >= S || r0 + 15 < k0 || k0 + Bc <= detail::window_first<W>(r0)) return;
     if (step == 1) {
       const float scale = 1.0f / math::sqrt(float(D));
       float mx[2] = {-INFINITY, -INFINITY};
@@ -174,7 +182,7 @@ struct mma_attention_forward_kernel {
         for (unsigned i = 0; i < 4; ++i) {
           const mma_coord rc = mma_c_coord(lane, i);
           const std::size_t query = r0 + rc.row, key = k0 + 8 * n + rc.col;
-          const float v = key <= query && key < S ? l.s[n][i] * scale : -INFINITY;
+          const float v = detail::sees<W>(query, key) && key < S ? l.s[n][i] * scale : -INFINITY;
           l.s[n][i] = v;
           mx[i / 2] = v > mx[i / 2] ? v : mx[i / 2];
         }
@@ -245,7 +253,7 @@ struct attention_delta_kernel {
   }
 };
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct mma_attention_backward_dq_kernel {
   static_assert(mma_attention_shape<T, D>,
                 "weft::cuda::kernels::mma_attention_backward: needs bf16 or f16 and a head dim that is a multiple of 16 "
@@ -254,7 +262,7 @@ struct mma_attention_backward_dq_kernel {
   static constexpr std::size_t Bc = D <= 64 ? 64 : 32;
   static constexpr std::size_t ld = D + 8, pld = Bc + 8;
   static constexpr std::size_t query_tiles = ceil_div(S, Br), key_tiles = ceil_div(S, Bc);
-  static constexpr std::size_t group = H / KVH, W = (H + 2 * KVH) * D;
+  static constexpr std::size_t group = H / KVH, qkv_width = (H + 2 * KVH) * D;
 
   T* dqkv;
   const T* dout;
@@ -289,25 +297,26 @@ struct mma_attention_backward_dq_kernel {
     const std::size_t q0 = (query_tiles - 1 - c.block_idx.x) * Br;
     const unsigned w = c.warp(), lane = c.lane();
     const std::size_t r0 = q0 + 16 * w;
-    const T* base = qkv + b * S * W;
+    const T* base = qkv + b * S * qkv_width;
     const float scale = 1.0f / math::sqrt(float(D));
     if (p == phases - 1) {
       for (unsigned i = 0; i < 4; ++i) {
         const mma_coord rc = mma_c_coord(lane, i);
         const std::size_t query = r0 + rc.row;
         if (query >= S) continue;
-        T* dq = dqkv + (b * S + query) * W + h * D + rc.col;
+        T* dq = dqkv + (b * S + query) * qkv_width + h * D + rc.col;
 #pragma unroll
         for (std::size_t n = 0; n < D / 8; ++n) dq[8 * n] = from_f32<T>(to_f32(dq[8 * n]) + scale * l.dq[n][i]);
       }
       return;
     }
     const std::size_t j = static_cast<std::size_t>(p / 3), k0 = j * Bc;
-    if (k0 > q0 + Br - 1) return;
+    const std::size_t first = detail::window_first<W>(q0) / Bc;  // as the forward's
+    if (j < first || k0 > q0 + Br - 1) return;
     const int step = p % 3;
     if (step == 0) {
-      if (j == 0) {
-        detail::load_rows<Br, D, ld, S>(c, s.q, base, W, h * D, q0);
+      if (j == first) {
+        detail::load_rows<Br, D, ld, S>(c, s.q, base, qkv_width, h * D, q0);
         detail::load_rows<Br, D, ld, S>(c, s.dout, dout + b * S * H * D, H * D, h * D, q0);
         for (std::size_t r = c.thread_rank(); r < Br; r += c.threads()) {
           const std::size_t query = q0 + r;
@@ -315,11 +324,11 @@ struct mma_attention_backward_dq_kernel {
           s.delta[r] = query < S ? delta[(b * H + h) * S + query] : 0.0f;
         }
       }
-      detail::load_rows<Bc, D, ld, S>(c, s.k, base, W, (H + kvh) * D, k0);
-      detail::load_rows<Bc, D, ld, S>(c, s.v, base, W, (H + KVH + kvh) * D, k0);
+      detail::load_rows<Bc, D, ld, S>(c, s.k, base, qkv_width, (H + kvh) * D, k0);
+      detail::load_rows<Bc, D, ld, S>(c, s.v, base, qkv_width, (H + KVH + kvh) * D, k0);
       return;
     }
-    if (r0 >= S || r0 + 15 < k0) return;
+    if (r0 >= S || r0 + 15 < k0 || k0 + Bc <= detail::window_first<W>(r0)) return;
     if (step == 1) {  // dS_w = P ⊙ (dO·Vᵀ - Δ) into shared memory
 #pragma unroll
       for (std::size_t n = 0; n < Bc / 8; ++n) {
@@ -332,7 +341,7 @@ struct mma_attention_backward_dq_kernel {
         for (unsigned i = 0; i < 4; ++i) {
           const mma_coord rc = mma_c_coord(lane, i);
           const std::size_t row = 16 * w + rc.row, query = r0 + rc.row, key = k0 + 8 * n + rc.col;
-          const float prob = key <= query && key < S ? math::exp(l.s[n][i] * scale - s.lse[row]) : 0.0f;
+          const float prob = detail::sees<W>(query, key) && key < S ? math::exp(l.s[n][i] * scale - s.lse[row]) : 0.0f;
           s.ds[w][rc.row][8 * n + rc.col] = from_f32<T>(prob * (l.dp[n][i] - s.delta[row]));
         }
       }
@@ -347,7 +356,7 @@ struct mma_attention_backward_dq_kernel {
   }
 };
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct mma_attention_backward_dkv_kernel {
   static_assert(mma_attention_shape<T, D>,
                 "weft::cuda::kernels::mma_attention_backward: needs bf16 or f16 and a head dim that is a multiple of 16 "
@@ -356,7 +365,7 @@ struct mma_attention_backward_dkv_kernel {
   static constexpr std::size_t Bq = 32;
   static constexpr std::size_t ld = D + 8, pld = Bq + 8;
   static constexpr std::size_t key_tiles = ceil_div(S, Bk), query_tiles = ceil_div(S, Bq);
-  static constexpr std::size_t group = H / KVH, W = (H + 2 * KVH) * D;
+  static constexpr std::size_t group = H / KVH, qkv_width = (H + 2 * KVH) * D;
   static constexpr std::size_t steps = group * query_tiles;  // (query head of the group, query tile)
 
   T* dqkv;
@@ -393,12 +402,12 @@ struct mma_attention_backward_dkv_kernel {
     const std::size_t b = c.block_idx.z, kvh = c.block_idx.y, k0 = c.block_idx.x * Bk;
     const unsigned w = c.warp(), lane = c.lane();
     const std::size_t kw0 = k0 + 16 * w;  // this warp's first key
-    const T* base = qkv + b * S * W;
+    const T* base = qkv + b * S * qkv_width;
     const std::size_t k_at = (H + kvh) * D, v_at = (H + KVH + kvh) * D;
     const float scale = 1.0f / math::sqrt(float(D));
     if (p == 0) {
-      detail::load_rows<Bk, D, ld, S>(c, s.k, base, W, k_at, k0);
-      detail::load_rows<Bk, D, ld, S>(c, s.v, base, W, v_at, k0);
+      detail::load_rows<Bk, D, ld, S>(c, s.k, base, qkv_width, k_at, k0);
+      detail::load_rows<Bk, D, ld, S>(c, s.v, base, qkv_width, v_at, k0);
       return;
     }
     if (p == phases - 1) {
@@ -406,8 +415,8 @@ struct mma_attention_backward_dkv_kernel {
         const mma_coord rc = mma_c_coord(lane, i);
         const std::size_t key = kw0 + rc.row;
         if (key >= S) continue;
-        T* dk = dqkv + (b * S + key) * W + k_at + rc.col;
-        T* dv = dqkv + (b * S + key) * W + v_at + rc.col;
+        T* dk = dqkv + (b * S + key) * qkv_width + k_at + rc.col;
+        T* dv = dqkv + (b * S + key) * qkv_width + v_at + rc.col;
 #pragma unroll
         for (std::size_t n = 0; n < D / 8; ++n) {
           dk[8 * n] = from_f32<T>(to_f32(dk[8 * n]) + scale * l.dk[n][i]);
@@ -418,10 +427,11 @@ struct mma_attention_backward_dkv_kernel {
     }
     const std::size_t st = static_cast<std::size_t>((p - 1) / 3);
     const std::size_t h = kvh * group + st / query_tiles, q0 = (st % query_tiles) * Bq;
-    if (q0 + Bq - 1 < k0 || k0 >= S) return;  // every query of the tile before every key: masked
+    // every query of the tile before every key, or after every window of the block's keys: masked
+    if (q0 + Bq - 1 < k0 || k0 >= S || q0 >= detail::window_end<W, S>(k0 + Bk - 1)) return;
     const int step = (p - 1) % 3;
     if (step == 0) {
-      detail::load_rows<Bq, D, ld, S>(c, s.q, base, W, h * D, q0);
+      detail::load_rows<Bq, D, ld, S>(c, s.q, base, qkv_width, h * D, q0);
       detail::load_rows<Bq, D, ld, S>(c, s.dout, dout + b * S * H * D, H * D, h * D, q0);
       for (std::size_t r = c.thread_rank(); r < Bq; r += c.threads()) {
         const std::size_t query = q0 + r;
@@ -430,7 +440,8 @@ struct mma_attention_backward_dkv_kernel {
       }
       return;
     }
-    if (kw0 >= S || q0 + Bq - 1 < kw0) return;  // the warp's keys are padding, or after every query
+    // the warp's keys are padding, after every query, or every query is past their windows
+    if (kw0 >= S || q0 + Bq - 1 < kw0 || q0 >= detail::window_end<W, S>(kw0 + 15)) return;
     if (step == 1) {  // Pᵀ and dSᵀ of the warp's 16 keys × Bq queries into shared memory
 #pragma unroll
       for (std::size_t n = 0; n < Bq / 8; ++n) {
@@ -441,7 +452,8 @@ struct mma_attention_backward_dkv_kernel {
         for (unsigned i = 0; i < 4; ++i) {
           const mma_coord rc = mma_c_coord(lane, i);  // row: key, col: query
           const std::size_t key = kw0 + rc.row, qi = 8 * n + rc.col, query = q0 + qi;
-          const float prob = key <= query && query < S ? math::exp(l.acc[n][i] * scale - s.lse[qi]) : 0.0f;
+          const float prob =
+              detail::sees<W>(query, key) && query < S ? math::exp(l.acc[n][i] * scale - s.lse[qi]) : 0.0f;
           l.prob[n][i] = prob;
           s.p[w][rc.row][qi] = from_f32<T>(prob);
         }
@@ -471,25 +483,26 @@ struct mma_attention_backward_dkv_kernel {
   }
 };
 
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T, std::size_t W = 0>
 struct mma_attention_backward_kernels {
   attention_delta_kernel<B, S, H, D, T> delta;
-  mma_attention_backward_dq_kernel<B, S, H, KVH, D, T> dq;
-  mma_attention_backward_dkv_kernel<B, S, H, KVH, D, T> dkv;
+  mma_attention_backward_dq_kernel<B, S, H, KVH, D, T, W> dq;
+  mma_attention_backward_dkv_kernel<B, S, H, KVH, D, T, W> dkv;
 };
 
-/// out (B, S, H·D) = causal attention of qkv on tensor cores; lse (B, H, S) kept (f32).
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
-mma_attention_forward_kernel<B, S, H, KVH, D, T> make_mma_attention_forward(T* out, float* lse, const T* qkv) {
+/// out (B, S, H·D) = causal attention of qkv on tensor cores, with a sliding window of W keys when
+/// W > 0; lse (B, H, S) kept (f32).
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
+mma_attention_forward_kernel<B, S, H, KVH, D, T, W> make_mma_attention_forward(T* out, float* lse, const T* qkv) {
   return {out, lse, qkv};
 }
 
-/// dqkv += the attention gradient from dout and the forward's qkv, out and lse; `delta` (B, H, S)
-/// f32 is the kernels' work buffer. Run delta, then dq and dkv (in either order).
-template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, class T>
-mma_attention_backward_kernels<B, S, H, KVH, D, T> make_mma_attention_backward(T* dqkv, float* delta, const T* dout,
-                                                                               const T* qkv, const T* out,
-                                                                               const float* lse) {
+/// dqkv += the attention gradient from dout and the forward's qkv, out and lse (the same W);
+/// `delta` (B, H, S) f32 is the kernels' work buffer. Run delta, then dq and dkv (in either order).
+template <std::size_t B, std::size_t S, std::size_t H, std::size_t KVH, std::size_t D, std::size_t W = 0, class T>
+mma_attention_backward_kernels<B, S, H, KVH, D, T, W> make_mma_attention_backward(T* dqkv, float* delta,
+                                                                                  const T* dout, const T* qkv,
+                                                                                  const T* out, const float* lse) {
   return {{delta, dout, out}, {dqkv, dout, qkv, lse, delta}, {dqkv, dout, qkv, lse, delta}};
 }
 
