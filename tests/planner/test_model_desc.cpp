@@ -67,3 +67,13 @@ TEST_CASE("llama_desc with a tied head counts what model_partition walks", "[pla
   // the head's product is counted once, as untied: the same FLOPs per token
   CHECK(stated.flops_per_token(64) == Approx(planner::llama_desc(6, 128, 8, 2, 640, 64, 320).flops_per_token(64)));
 }
+
+TEST_CASE("describe<> carries the head size and the sliding window into the FLOP count", "[planner][model_desc]") {
+  using windowed = llama<llama_config<vocab<64>, context<32>, width<16>, heads<4>, kv_heads<2>, head_dim<6>, depth<2>,
+                                      sliding_window<8>, tie_word_embeddings<>>>;
+  constexpr planner::model_desc d = planner::describe<windowed>();
+  STATIC_REQUIRE(d.head_dim == 6 && d.window == 8 && d.attention_width() == 24);
+  CHECK(d.flops_per_token(32) == Approx(static_cast<double>(plan<windowed, batch<micro<1>, seq<32>>>::flops_per_token)));
+  CHECK(d.flops_per_token(4) == Approx(static_cast<double>(plan<windowed, batch<micro<1>, seq<4>>>::flops_per_token)));
+  CHECK(d.flops_per_token(32) == Approx(6.0 * windowed::param_count + 12.0 * 2 * 24 * 8));
+}

@@ -127,6 +127,11 @@ using wide_heads = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>
                                       tie_word_embeddings<>>>;
 static_assert(plan<wide_heads, batch<micro<1>, seq<8>>>::flops_per_token ==
               6 * wide_heads::param_count + 12 * 2 * 4 * 6 * 8);
+// and the keys a query sees: a window of 4 in sequences of 16 counts 4, not 16
+using windowed = llama<llama_config<vocab<32>, context<16>, width<16>, heads<4>, depth<2>, sliding_window<4>,
+                                    tie_word_embeddings<>>>;
+static_assert(plan<windowed, batch<micro<1>, seq<16>>>::flops_per_token == 6 * windowed::param_count + 12 * 2 * 16 * 4);
+static_assert(plan<windowed, batch<micro<1>, seq<2>>>::flops_per_token == 6 * windowed::param_count + 12 * 2 * 16 * 2);
 static_assert(mistral_7b::config::sliding_window == 4096 && llama3_8b::config::sliding_window == 0);  // Llama-3.2-1B as Hugging Face counts it (tied head)
 static_assert(llama32_1b::lookup_param_count == 0 && llama3_8b::lookup_param_count == 128256 * 4096);
 static_assert(language_model<gpt2_124m> && gpt2_124m::param_count == 124439808);  // Hugging Face's gpt2

@@ -86,6 +86,7 @@ struct comm_volume {
 
   static constexpr std::uint64_t s = Batch::length, b = Batch::sequences, h = Model::width;
   static constexpr std::uint64_t attn_width = Model::heads * detail::head_dim_of<Model>();  // H·D: h unless head_dim is set
+  static constexpr std::uint64_t span = detail::attention_span_of<Model, Batch::length>();  // keys per query: s, or the window
   /// Tokens one rank processes per step (each of M micro-batches of b·s).
   static constexpr std::uint64_t tokens_per_step = microbatches * b * s;
   /// Transformer layers per stage.
@@ -130,12 +131,12 @@ struct comm_volume {
 
   /// Model FLOPs of stage `st` per token, before tensor-parallel division.
   static constexpr std::uint64_t stage_flops_per_token(std::size_t st) noexcept {
-    std::uint64_t f = layers_per_stage * (6 * partition::block.total + 12 * attn_width * s);
+    std::uint64_t f = layers_per_stage * (6 * partition::block.total + 12 * attn_width * span);
     if (partition::has_blocks) {
       if (st == 0) f += 6 * (partition::pre.total - Model::lookup_param_count - partition::tied_table);
       if (st + 1 == pp) f += 6 * (partition::post.total + partition::tied_table);
     } else {
-      f = 6 * (partition::whole.params.total - Model::lookup_param_count) + 12 * Model::depth * attn_width * s;
+      f = 6 * (partition::whole.params.total - Model::lookup_param_count) + 12 * Model::depth * attn_width * span;
     }
     return f;
   }

@@ -343,6 +343,14 @@ constexpr std::size_t ffn_of() {
   if constexpr (requires { M::ffn; }) return M::ffn;
   else return 4 * M::width;
 }
+// Keys a query attends to at most in a sequence of S: the model's sliding window
+// (llama_config/gpt_config<…, sliding_window<>>) when it is shorter, else S.
+template <class M, std::size_t S>
+constexpr std::size_t attention_span_of() {
+  if constexpr (requires { M::config::sliding_window; })
+    return M::config::sliding_window != 0 && M::config::sliding_window < S ? M::config::sliding_window : S;
+  else return S;
+}
 // Elements of an attention head: the model's head_dim (llama_config<…, head_dim<>>), else width / heads.
 template <class M>
 constexpr std::size_t head_dim_of() {

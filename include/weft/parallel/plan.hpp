@@ -363,10 +363,12 @@ struct plan {
     return offsets[params] + (e >= hole_end ? e - hole : e) * sizeof(T);
   }
 
-  // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention) ----
+  // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention; T is the
+  // sliding window where the model has a shorter one) ----
   static constexpr std::size_t lookup_params = Model::lookup_param_count;  // embedding rows read, not multiplied
   static constexpr std::size_t flops_per_token =
-      6 * (global_param_count - lookup_params) + 12 * Model::depth * Model::heads * detail::head_dim_of<Model>() * S;
+      6 * (global_param_count - lookup_params) +
+      12 * Model::depth * Model::heads * detail::head_dim_of<Model>() * detail::attention_span_of<Model, S>();
   static constexpr std::size_t flops_per_step_micro = flops_per_token * rows;
 
   /// Every parameter with its name, offset and shape (run time: names are strings).

@@ -48,9 +48,12 @@ struct model_desc {
   std::size_t expert_in = 0;       ///< rows of an expert's first matrix: ffn (GELU) or 2·ffn (SwiGLU)
   std::size_t shared_kept = 0;     ///< elements the shared expert keeps per token (0 without one)
   std::size_t head_dim = 0;        ///< elements of an attention head (0: width / heads)
+  std::size_t window = 0;          ///< sliding window of keys (0: none)
 
   /// Query heads times head size: the width attention works in (width unless head_dim is set).
   constexpr std::size_t attention_width() const noexcept { return head_dim ? heads * head_dim : width; }
+  /// Keys a query attends to at most: the window when it is shorter than the sequence.
+  constexpr std::size_t attention_span(std::size_t seq) const noexcept { return window && window < seq ? window : seq; }
   constexpr std::size_t params() const noexcept { return pre.total() + depth * block.total() + post.total(); }
   /// Expert parameter elements one of `ep` expert-parallel ranks of a stage of `pp` holds: the
   /// stage's moe_mlp layers (one per block: moe_layers / pp), E/ep experts each.
@@ -85,7 +88,7 @@ struct model_desc {
   /// 6 per multiplying parameter a token uses, 12·h·s per layer for attention).
   constexpr double stage_flops_per_token(std::size_t s, std::size_t pp, std::size_t seq) const noexcept {
     double f = static_cast<double>(depth / pp) * (6.0 * static_cast<double>(block.total() - block_inactive_params()) +
-                                                  12.0 * static_cast<double>(attention_width() * seq));
+                                                  12.0 * static_cast<double>(attention_width() * attention_span(seq)));
     if (s == 0) f += 6.0 * static_cast<double>(pre.total() - lookup_params - tied_table);
     if (s + 1 == pp) f += 6.0 * static_cast<double>(post.total() + tied_table);
     return f;
@@ -94,7 +97,7 @@ struct model_desc {
   /// experts counts the top-k experts a token uses, not all E: the plan's count includes them all).
   constexpr double flops_per_token(std::size_t seq) const noexcept {
     return 6.0 * static_cast<double>(params() - lookup_params - depth * block_inactive_params()) +
-           12.0 * static_cast<double>(depth * attention_width() * seq);
+           12.0 * static_cast<double>(depth * attention_width() * attention_span(seq));
   }
 };
 
@@ -194,6 +197,8 @@ constexpr model_desc describe() noexcept {
   constexpr weft::detail::moe_shape moe = weft::detail::moe_shape_of<Model>();  // moe_gpt, moe_llama
   m.experts = moe.experts, m.top_k = moe.top_k, m.expert_in = moe.expert_in, m.shared_kept = moe.shared_kept;
   m.head_dim = weft::detail::head_dim_of<Model>();
+  m.window = weft::detail::attention_span_of<Model, static_cast<std::size_t>(-1)>();
+  if (m.window == static_cast<std::size_t>(-1)) m.window = 0;
   return m;
 }
 
