@@ -30,6 +30,5 @@
 #include "weft/model/rope.hpp"                  // rope, no_rope
 #include "weft/model/sequential.hpp"            // sequential
 #include "weft/model/embedding_scale.hpp"       // embedding_scale
-#include "weft/model/geglu.hpp"                 // geglu
-#include "weft/model/swiglu.hpp"                // swiglu
+#include "weft/model/swiglu.hpp"                // swiglu, geglu (gated_unit)
 #include "weft/model/token_embedding.hpp"       // token_embedding

@@ -4,8 +4,7 @@
 #include "weft/model/linear.hpp"      // linear, packed
 #include "weft/model/named.hpp"       // named
 #include "weft/model/sequential.hpp"  // sequential
-#include "weft/model/geglu.hpp"       // geglu
-#include "weft/model/swiglu.hpp"      // swiglu
+#include "weft/model/swiglu.hpp"      // swiglu, geglu
 
 #include <cstddef>
 

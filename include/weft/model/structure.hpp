@@ -32,8 +32,7 @@
 #include "weft/model/rmsnorm.hpp"               // rmsnorm
 #include "weft/model/sequential.hpp"            // sequential
 #include "weft/model/embedding_scale.hpp"       // embedding_scale
-#include "weft/model/geglu.hpp"                 // geglu
-#include "weft/model/swiglu.hpp"                // swiglu
+#include "weft/model/swiglu.hpp"                // gated_unit: swiglu, geglu
 #include "weft/model/token_embedding.hpp"       // token_embedding
 
 #include <cstddef>
@@ -90,18 +89,15 @@ template <std::size_t C>
 struct structure_leaf_kind<gelu<C>> {
   static std::string text() { return "gelu_tanh"; }
 };
-template <std::size_t H>
-struct structure_leaf_kind<swiglu<H>> {
-  static std::string text() { return "swiglu"; }
+template <std::size_t H, gate_kind Kind>
+struct structure_leaf_kind<gated_unit<H, Kind>> {
+  static std::string text() { return Kind == gate_kind::silu ? "swiglu" : "geglu_tanh"; }
 };
 template <std::size_t C>
 struct structure_leaf_kind<embedding_scale<C>> {
   static std::string text() { return "embedding_scale"; }
 };
-template <std::size_t H>
-struct structure_leaf_kind<geglu<H>> {
-  static std::string text() { return "geglu_tanh"; }
-};
+
 template <std::size_t H, std::size_t KVH, std::size_t D, class Pos, std::size_t W>
 struct structure_leaf_kind<causal_attention<H, KVH, D, Pos, W>> {
   static std::string text() {

@@ -31,10 +31,9 @@ namespace weft {
 // Only matched, never used before the model defines them (no need to include their kernels).
 template <std::size_t V, std::size_t C, class Tie>
 struct lm_head;
-template <std::size_t H>
-struct swiglu;
-template <std::size_t H>
-struct geglu;
+enum class gate_kind;
+template <std::size_t H, gate_kind Kind>
+struct gated_unit;
 template <class... Fs>
 struct branch_sum;
 
@@ -103,13 +102,9 @@ constexpr layer_facts facts(const lm_head<V, C, Tie>*, priority<1>) {
   using L = lm_head<V, C, Tie>;
   return {split_list<Tp>(static_cast<const typename L::params*>(nullptr)), Tie::is_tied ? V * C : 0, false};
 }
-template <std::size_t Tp, std::size_t H>
-constexpr layer_facts facts(const swiglu<H>*, priority<1>) {
-  return {{}, 0, true};
-}
-template <std::size_t Tp, std::size_t H>
-constexpr layer_facts facts(const geglu<H>*, priority<1>) {
-  return {{}, 0, true};  // gated like swiglu: keeps gate|up and their product
+template <std::size_t Tp, std::size_t H, gate_kind Kind>
+constexpr layer_facts facts(const gated_unit<H, Kind>*, priority<1>) {
+  return {{}, 0, true};  // a gated MLP (swiglu, geglu): keeps gate|up and their product
 }
 template <std::size_t Tp, class... Ls>
 constexpr layer_facts facts(const sequential<Ls...>*, priority<1>) {

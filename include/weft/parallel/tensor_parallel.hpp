@@ -38,8 +38,7 @@
 #include "weft/model/rmsnorm.hpp"                   // rmsnorm
 #include "weft/model/sequential.hpp"                // sequential
 #include "weft/model/embedding_scale.hpp"           // embedding_scale
-#include "weft/model/geglu.hpp"                     // geglu
-#include "weft/model/swiglu.hpp"                    // swiglu
+#include "weft/model/swiglu.hpp"                    // gated_unit: swiglu, geglu
 #include "weft/model/tensor_parallel_layers.hpp"    // column/row_parallel_linear, vocab_parallel_*, tp_region
 #include "weft/model/token_embedding.hpp"           // token_embedding
 #include "weft/ops/accumulate.hpp"                  // accumulate
@@ -204,19 +203,12 @@ struct tp_shard<gelu<F>, TP, SP, R> {
   static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
   using type = std::conditional_t<R, gelu<(ffn_divisible ? F / TP : 1)>, gelu<F>>;  // outside a region: elementwise, replicated
 };
-template <std::size_t F, std::size_t TP, bool SP, bool R>
-struct tp_shard<swiglu<F>, TP, SP, R> {
+template <std::size_t F, gate_kind Kind, std::size_t TP, bool SP, bool R>
+struct tp_shard<gated_unit<F, Kind>, TP, SP, R> {  // swiglu, geglu
   static constexpr bool ffn_divisible = diag::divisible<F, TP>;
   static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
-  static_assert(detail::tp_inside<swiglu<F>, R>);
-  using type = swiglu<(ffn_divisible ? F / TP : 1)>;
-};
-template <std::size_t F, std::size_t TP, bool SP, bool R>
-struct tp_shard<geglu<F>, TP, SP, R> {
-  static constexpr bool ffn_divisible = diag::divisible<F, TP>;
-  static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
-  static_assert(detail::tp_inside<geglu<F>, R>);
-  using type = geglu<(ffn_divisible ? F / TP : 1)>;
+  static_assert(detail::tp_inside<gated_unit<F, Kind>, R>);
+  using type = gated_unit<(ffn_divisible ? F / TP : 1), Kind>;
 };
 template <std::size_t V, std::size_t C, std::size_t TP, bool SP, bool R>
 struct tp_shard<token_embedding<V, C>, TP, SP, R> {

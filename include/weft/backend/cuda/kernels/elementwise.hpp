@@ -114,11 +114,31 @@ struct residual_backward_body {
   }
 };
 
-// ---- SwiGLU: inp (N, 2H) = [gate | up], out (N, H) = silu(gate) * up ----
+// ---- gated activations: inp (N, 2H) = [gate | up], out (N, H) = act(gate) * up ----
+// A Gate gives act(g) (value) and the two gradient terms dout·up·act'(g), dout·act(g) (grads),
+// each in its own order of operations: SwiGLU (silu) and GeGLU (GPT-2's tanh GELU).
+
+namespace detail {
+struct silu_gate {
+  WEFT_HOST_DEVICE static float value(float g) noexcept { return g * sigmoid(g); }
+  WEFT_HOST_DEVICE static void grads(float g, float d, float u, float& dg, float& du) noexcept {
+    const float sig = sigmoid(g);
+    dg = d * u * sig * (1.0f + g * (1.0f - sig));
+    du = d * g * sig;
+  }
+};
+struct gelu_tanh_gate {
+  WEFT_HOST_DEVICE static float value(float g) noexcept { return gelu(g); }
+  WEFT_HOST_DEVICE static void grads(float g, float d, float u, float& dg, float& du) noexcept {
+    dg = d * u * gelu_grad(g);
+    du = d * gelu(g);
+  }
+};
+}  // namespace detail
 
 /// Vector e of out (row n = e / H, column i = e % H; W divides H so a vector stays in its row).
-template <std::size_t H, class T>
-struct swiglu_forward_body {
+template <std::size_t H, class T, class Gate>
+struct gated_forward_body {
   T* out;
   const T* inp;
   template <std::size_t W>
@@ -127,17 +147,14 @@ struct swiglu_forward_body {
     const auto g = load_vec<W>(inp + n * 2 * H + i);
     const auto u = load_vec<W>(inp + n * 2 * H + H + i);
     vec<T, W> y;
-    for (std::size_t k = 0; k < W; ++k) {
-      const float gf = to_f32(g.v[k]);
-      y.v[k] = from_f32<T>(gf * detail::sigmoid(gf) * to_f32(u.v[k]));
-    }
+    for (std::size_t k = 0; k < W; ++k) y.v[k] = from_f32<T>(Gate::value(to_f32(g.v[k])) * to_f32(u.v[k]));
     store_vec<W>(out + e, y);
   }
 };
 
-/// dgate += dout * up * silu'(gate), dup += dout * silu(gate).
-template <std::size_t H, class T>
-struct swiglu_backward_body {
+/// dgate += dout * up * act'(gate), dup += dout * act(gate).
+template <std::size_t H, class T, class Gate>
+struct gated_backward_body {
   T* dinp;
   const T* inp;
   const T* dout;
@@ -151,52 +168,10 @@ struct swiglu_backward_body {
     auto dg = load_vec<W>(dinp + gate_at);
     auto du = load_vec<W>(dinp + up_at);
     for (std::size_t k = 0; k < W; ++k) {
-      const float gf = to_f32(g.v[k]), uf = to_f32(u.v[k]), d = to_f32(dy.v[k]);
-      const float sig = detail::sigmoid(gf);
-      dg.v[k] = from_f32<T>(to_f32(dg.v[k]) + d * uf * sig * (1.0f + gf * (1.0f - sig)));
-      du.v[k] = from_f32<T>(to_f32(du.v[k]) + d * gf * sig);
-    }
-    store_vec<W>(dinp + gate_at, dg);
-    store_vec<W>(dinp + up_at, du);
-  }
-};
-
-// ---- GeGLU: inp (N, 2H) = [gate | up], out (N, H) = gelu(gate) * up (tanh GELU) ----
-
-template <std::size_t H, class T>
-struct geglu_forward_body {
-  T* out;
-  const T* inp;
-  template <std::size_t W>
-  WEFT_HOST_DEVICE void apply(std::size_t e) const {
-    const std::size_t n = e / H, i = e % H;
-    const auto g = load_vec<W>(inp + n * 2 * H + i);
-    const auto u = load_vec<W>(inp + n * 2 * H + H + i);
-    vec<T, W> y;
-    for (std::size_t k = 0; k < W; ++k) y.v[k] = from_f32<T>(detail::gelu(to_f32(g.v[k])) * to_f32(u.v[k]));
-    store_vec<W>(out + e, y);
-  }
-};
-
-/// dgate += dout * up * gelu'(gate), dup += dout * gelu(gate).
-template <std::size_t H, class T>
-struct geglu_backward_body {
-  T* dinp;
-  const T* inp;
-  const T* dout;
-  template <std::size_t W>
-  WEFT_HOST_DEVICE void apply(std::size_t e) const {
-    const std::size_t n = e / H, i = e % H;
-    const std::size_t gate_at = n * 2 * H + i, up_at = gate_at + H;
-    const auto g = load_vec<W>(inp + gate_at);
-    const auto u = load_vec<W>(inp + up_at);
-    const auto dy = load_vec<W>(dout + e);
-    auto dg = load_vec<W>(dinp + gate_at);
-    auto du = load_vec<W>(dinp + up_at);
-    for (std::size_t k = 0; k < W; ++k) {
-      const float gf = to_f32(g.v[k]), d = to_f32(dy.v[k]);
-      dg.v[k] = from_f32<T>(to_f32(dg.v[k]) + d * to_f32(u.v[k]) * detail::gelu_grad(gf));
-      du.v[k] = from_f32<T>(to_f32(du.v[k]) + d * detail::gelu(gf));
+      float tg, tu;
+      Gate::grads(to_f32(g.v[k]), to_f32(dy.v[k]), to_f32(u.v[k]), tg, tu);
+      dg.v[k] = from_f32<T>(to_f32(dg.v[k]) + tg);
+      du.v[k] = from_f32<T>(to_f32(du.v[k]) + tu);
     }
     store_vec<W>(dinp + gate_at, dg);
     store_vec<W>(dinp + up_at, du);
@@ -237,7 +212,7 @@ vector_kernel<residual_backward_body<T>, flat_tiling<T, N>> make_residual_backwa
   return {{da, db, dout}};
 }
 
-/// Tiling of swiglu's output (N, H): vectors that divide H.
+/// Tiling of a gated activation's output (N, H): vectors that divide H.
 template <std::size_t N, std::size_t H, class T>
 struct swiglu_tiling : flat_tiling<T, N * H> {
   static constexpr std::size_t width = vector_width_v<T, H>;
@@ -250,28 +225,28 @@ struct swiglu_tiling : flat_tiling<T, N * H> {
 
 /// out(N, H) = silu(inp[:, :H]) * inp[:, H:].
 template <std::size_t N, std::size_t H, class T>
-vector_kernel<swiglu_forward_body<H, T>, swiglu_tiling<N, H, T>> make_swiglu_forward(T* out, const T* inp) {
+vector_kernel<gated_forward_body<H, T, detail::silu_gate>, swiglu_tiling<N, H, T>> make_swiglu_forward(T* out, const T* inp) {
   assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(out, inp)));
   return {{out, inp}};
 }
 /// dinp(N, 2H) += the gradient of swiglu_forward.
 template <std::size_t N, std::size_t H, class T>
-vector_kernel<swiglu_backward_body<H, T>, swiglu_tiling<N, H, T>> make_swiglu_backward(T* dinp, const T* inp,
-                                                                                       const T* dout) {
+vector_kernel<gated_backward_body<H, T, detail::silu_gate>, swiglu_tiling<N, H, T>> make_swiglu_backward(
+    T* dinp, const T* inp, const T* dout) {
   assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(dinp, inp, dout)));
   return {{dinp, inp, dout}};
 }
 
 /// out(N, H) = gelu(inp[:, :H]) * inp[:, H:] (swiglu's tiling).
 template <std::size_t N, std::size_t H, class T>
-vector_kernel<geglu_forward_body<H, T>, swiglu_tiling<N, H, T>> make_geglu_forward(T* out, const T* inp) {
+vector_kernel<gated_forward_body<H, T, detail::gelu_tanh_gate>, swiglu_tiling<N, H, T>> make_geglu_forward(T* out, const T* inp) {
   assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(out, inp)));
   return {{out, inp}};
 }
 /// dinp(N, 2H) += the gradient of geglu_forward.
 template <std::size_t N, std::size_t H, class T>
-vector_kernel<geglu_backward_body<H, T>, swiglu_tiling<N, H, T>> make_geglu_backward(T* dinp, const T* inp,
-                                                                                     const T* dout) {
+vector_kernel<gated_backward_body<H, T, detail::gelu_tanh_gate>, swiglu_tiling<N, H, T>> make_geglu_backward(
+    T* dinp, const T* inp, const T* dout) {
   assert((detail::all_vec_aligned<swiglu_tiling<N, H, T>::width>(dinp, inp, dout)));
   return {{dinp, inp, dout}};
 }
