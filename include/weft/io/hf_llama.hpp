@@ -1,0 +1,304 @@
+#pragma once
+// ---- Hugging Face LLaMA-family weights: load and save llama<…> in transformers' layout ----
+// `#include <weft/io/hf_llama.hpp>`. Fine-tuning starts from a published checkpoint: LLaMA 2/3/3.1/
+// 3.2 (LlamaForCausalLM), Mistral (MistralForCausalLM), Qwen 2/2.5 (Qwen2ForCausalLM) and Qwen 3
+// (Qwen3ForCausalLM) store the same tensors under the same names, beside what their configs add
+// (q/k/v biases, q/k norms). weft packs some of them into one parameter:
+//
+//   weft                                Hugging Face (model.layers.{i}.…)
+//   embed.weight                        model.embed_tokens.weight
+//   layers.{i}.ln_1.weight              input_layernorm.weight
+//   layers.{i}.attn.c_attn.weight|bias  self_attn.q_proj, k_proj, v_proj (.weight|.bias), rows stacked
+//   layers.{i}.attn.qk_norm.q_weight    self_attn.q_norm.weight (k_weight: k_norm.weight)
+//   layers.{i}.attn.c_proj.weight       self_attn.o_proj.weight
+//   layers.{i}.ln_2.weight              post_attention_layernorm.weight
+//   layers.{i}.mlp.gate_up.weight       mlp.gate_proj.weight, mlp.up_proj.weight, rows stacked
+//   layers.{i}.mlp.down.weight          mlp.down_proj.weight
+//   norm.weight                         model.norm.weight
+//   head.weight                         lm_head.weight (absent with tie_word_embeddings<>)
+//
+// Every weight is (out, in) in both, so a part is a run of rows of weft's parameter. The rotary
+// convention is the same (rotate-half: transformers' checkpoints are already permuted for it).
+//
+//   load_hf_weights(step, path)   path: a .safetensors file, or a directory holding
+//                                 model.safetensors or model.safetensors.index.json (shards)
+//   save_hf_weights(step, dir)    dir/model.safetensors and dir/config.json
+//
+// Loading checks every tensor (present, shape, float dtype) before it writes a parameter, so a file
+// of another model leaves the step untouched, and names the fix where there is one (a checkpoint
+// without lm_head.weight ties its head: tie_word_embeddings<>). A file tensor the model has no
+// parameter for (a bias, a norm) is an error too: silently dropping weights would change the model.
+#include "weft/io/checkpoint.hpp"          // checkpoint_error, st_dtype_name, st_float_dtype
+#include "weft/io/checkpoint_model.hpp"    // structured_model_t, model_signature
+#include "weft/io/json.hpp"                // json
+#include "weft/io/safetensors_reader.hpp"  // safetensors_file
+#include "weft/io/safetensors_writer.hpp"  // safetensors_writer
+#include "weft/exec/training_step.hpp"     // training_step
+#include "weft/ops/cast.hpp"               // cast
+
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace weft {
+
+/// A run of rows of a weft parameter that is one tensor in a Hugging Face file.
+struct hf_tensor_part {
+  std::string name;
+  std::size_t rows = 0;
+};
+
+namespace detail {
+
+template <class M>
+inline constexpr bool is_llama_family = requires { std::string_view(M::family); typename M::config; } &&
+                                        std::string_view(M::family) == "llama";
+
+// The parts of parameter `p` of llama model M, first rows first; empty for a name it does not know.
+template <class M>
+std::vector<hf_tensor_part> hf_llama_parts(const param_info& p) {
+  constexpr std::size_t H = M::heads, KVH = M::kv_heads, D = M::head_dim, F = M::ffn;
+  const std::string& n = p.name;
+  const std::size_t rows = p.shape.empty() ? 1 : p.shape[0];
+  if (n == "embed.weight") return {{"model.embed_tokens.weight", rows}};
+  if (n == "norm.weight") return {{"model.norm.weight", rows}};
+  if (n == "head.weight") return {{"lm_head.weight", rows}};
+  if (!n.starts_with("layers.")) return {};
+  const std::size_t dot = n.find('.', 7);
+  if (dot == std::string::npos) return {};
+  const std::string l = "model.layers." + n.substr(7, dot - 7) + ".", rest = n.substr(dot + 1);
+  if (rest == "ln_1.weight") return {{l + "input_layernorm.weight", rows}};
+  if (rest == "ln_2.weight") return {{l + "post_attention_layernorm.weight", rows}};
+  if (rest == "attn.c_attn.weight" || rest == "attn.c_attn.bias") {
+    const std::string kind = rest.ends_with("bias") ? ".bias" : ".weight";
+    return {{l + "self_attn.q_proj" + kind, H * D}, {l + "self_attn.k_proj" + kind, KVH * D},
+            {l + "self_attn.v_proj" + kind, KVH * D}};
+  }
+  if (rest == "attn.qk_norm.q_weight") return {{l + "self_attn.q_norm.weight", rows}};
+  if (rest == "attn.qk_norm.k_weight") return {{l + "self_attn.k_norm.weight", rows}};
+  if (rest == "attn.c_proj.weight") return {{l + "self_attn.o_proj.weight", rows}};
+  if (rest == "mlp.gate_up.weight") return {{l + "mlp.gate_proj.weight", F}, {l + "mlp.up_proj.weight", F}};
+  if (rest == "mlp.down.weight") return {{l + "mlp.down_proj.weight", rows}};
+  return {};
+}
+
+// The shape of a part: its rows, then the parameter's other extents.
+inline std::vector<std::int64_t> hf_part_shape(const param_info& p, std::size_t rows) {
+  std::vector<std::int64_t> s{static_cast<std::int64_t>(rows)};
+  for (std::size_t i = 1; i < p.shape.size(); ++i) s.push_back(static_cast<std::int64_t>(p.shape[i]));
+  return s;
+}
+
+// The files of a checkpoint: one .safetensors, or a directory with model.safetensors or the shards
+// that model.safetensors.index.json's weight_map names.
+class hf_weight_files {
+ public:
+  explicit hf_weight_files(const std::filesystem::path& path) {
+    namespace fs = std::filesystem;
+    if (!fs::is_directory(path)) {
+      add(path);
+      return;
+    }
+    const fs::path index = path / "model.safetensors.index.json";
+    if (fs::exists(index)) {
+      std::ifstream in(index);
+      const io::detail::json j = io::detail::json::parse(in, nullptr, false);
+      if (j.is_discarded() || !j.contains("weight_map") || !j["weight_map"].is_object())
+        throw checkpoint_error("weft::load_hf_weights: " + index.string() + " has no weight_map object");
+      std::map<std::string, std::size_t> file_of;
+      for (const auto& [name, file] : j["weight_map"].items()) {
+        const std::string f = file.get<std::string>();
+        if (!file_of.contains(f)) file_of[f] = add(path / f);
+      }
+      return;
+    }
+    if (!fs::exists(path / "model.safetensors"))
+      throw checkpoint_error("weft::load_hf_weights: " + path.string() +
+                             " has neither model.safetensors nor model.safetensors.index.json");
+    add(path / "model.safetensors");
+  }
+  /// The file holding tensor `name`, or null.
+  const safetensors_file* find(const std::string& name) const {
+    const auto it = where_.find(name);
+    return it == where_.end() ? nullptr : &files_[it->second];
+  }
+  /// Every tensor name of every file.
+  std::vector<std::string> names() const {
+    std::vector<std::string> r;
+    for (const auto& [n, i] : where_) r.push_back(n);
+    return r;
+  }
+  std::string describe() const { return files_.size() == 1 ? files_[0].path() : files_[0].path() + " and its shards"; }
+
+ private:
+  std::size_t add(const std::filesystem::path& file) {
+    files_.push_back(safetensors_file::open(file));
+    const std::size_t i = files_.size() - 1;
+    for (const std::string& n : files_[i].names()) where_[n] = i;
+    return i;
+  }
+  std::vector<safetensors_file> files_;
+  std::map<std::string, std::size_t> where_;
+};
+
+template <class Plan>
+using hf_llama_model = structured_model_t<Plan>;
+
+template <class Plan>
+void check_hf_llama() {
+  static_assert(is_llama_family<hf_llama_model<Plan>>,
+                "weft::load_hf_weights/save_hf_weights: the model is not a llama<llama_config<…>> (the "
+                "Hugging Face LLaMA-family layout). Load gpt<> models with load_weights.");
+}
+
+}  // namespace detail
+
+/// Loads a Hugging Face LLaMA-family checkpoint (LLaMA, Mistral, Qwen 2/3) into a llama<…> step.
+template <class Plan>
+void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path) {
+  detail::check_hf_llama<Plan>();
+  using M = detail::hf_llama_model<Plan>;
+  using T = typename Plan::value_type;
+  using Master = typename Plan::master_type;  // T unless mixed precision
+  const detail::hf_weight_files files(path);
+  struct read_job {
+    const safetensors_file* file;
+    std::string name;
+    std::size_t offset, count;  // in the parameter block
+  };
+  std::vector<read_job> jobs;
+  std::set<std::string> used;
+  // 1. every tensor present, of the right shape and a float dtype, before anything is written
+  for (const param_info& p : st.parameter_infos()) {
+    const auto parts = detail::hf_llama_parts<M>(p);
+    if (parts.empty())
+      throw checkpoint_error("weft::load_hf_weights: parameter '" + p.name + "' has no Hugging Face name");
+    const std::size_t cols = p.shape.size() > 1 ? p.size / p.shape[0] : 1;
+    std::size_t row = 0;
+    for (const hf_tensor_part& part : parts) {
+      const safetensors_file* f = files.find(part.name);
+      if (f == nullptr)
+        throw checkpoint_error(
+            "weft::load_hf_weights: " + files.describe() + " has no tensor '" + part.name + "'" +
+            (part.name == "lm_head.weight" ? "; the checkpoint ties its head to the embedding: build the llama with "
+                                             "tie_word_embeddings<>"
+                                           : "; it was saved for another model (this one: " + detail::model_signature<Plan>() +
+                                                 ")"));
+      const auto& info = f->info(part.name);
+      if (info.shape != detail::hf_part_shape(p, part.rows))
+        throw checkpoint_error("weft::load_hf_weights: " + f->path() + ": tensor '" + part.name + "' has shape " +
+                               io::detail::shape_string(info.shape) + ", this model needs " +
+                               io::detail::shape_string(detail::hf_part_shape(p, part.rows)) + " (this model: " +
+                               detail::model_signature<Plan>() + ")");
+      if (!detail::st_float_dtype(info.dtype))
+        throw checkpoint_error("weft::load_hf_weights: " + f->path() + ": tensor '" + part.name + "' has dtype " +
+                               info.dtype + "; parameters load from F32, F64, F16 or BF16");
+      jobs.push_back({f, part.name, p.offset + row * cols, part.rows * cols});
+      used.insert(part.name);
+      row += part.rows;
+    }
+  }
+  // A tensor the model would drop (a bias, a norm, an untied head it does not have) changes what
+  // the checkpoint computes: refused. A tied model may find lm_head.weight (some exports keep
+  // the copy); it must then equal the embedding, which the model uses in its place.
+  for (const std::string& n : files.names()) {
+    if (used.contains(n) || n.ends_with("rotary_emb.inv_freq")) continue;
+    if (n == "lm_head.weight" && used.contains("model.embed_tokens.weight")) {
+      const safetensors_file* head = files.find(n);
+      const safetensors_file* embed = files.find("model.embed_tokens.weight");
+      if (head->info(n).shape == embed->info("model.embed_tokens.weight").shape &&
+          head->read_as<double>(n) == embed->read_as<double>("model.embed_tokens.weight"))
+        continue;
+      throw checkpoint_error("weft::load_hf_weights: " + files.describe() +
+                             " has an lm_head.weight that differs from its embedding, but this model ties its head: "
+                             "build the llama without tie_word_embeddings<>");
+    }
+    throw checkpoint_error("weft::load_hf_weights: " + files.describe() + " has tensor '" + n +
+                           "' that this model has no parameter for (this model: " + detail::model_signature<Plan>() +
+                           "); a q/k/v bias needs qkv_bias<>, q/k norms query_key_norm<>");
+  }
+  // 2. the values, in the master type (then rounded once into the parameters under mixed precision)
+  std::vector<Master> whole;
+  Master* dst = nullptr;
+  if constexpr (std::is_same_v<T, Master>) {
+    dst = st.params().data();
+  } else if (!st.master().empty()) {
+    dst = st.master().data();
+  } else {
+    whole.resize(st.params().size());
+    dst = whole.data();
+  }
+  for (const read_job& j : jobs) j.file->read_as(j.name, std::span<Master>(dst + j.offset, j.count));
+  if constexpr (!std::is_same_v<T, Master>)
+    ops::cast(host_context{}, flat(host_context{}, st.params().data(), st.params().size()),
+              flat(host_context{}, static_cast<const Master*>(dst), st.params().size()));
+}
+
+/// Writes a llama<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the
+/// names above, the element type's dtype) and dir/config.json (model_type llama, mistral with a
+/// sliding window, qwen2 with q/k/v biases, qwen3 with q/k norms).
+template <class Plan>
+void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path& dir) {
+  detail::check_hf_llama<Plan>();
+  using M = detail::hf_llama_model<Plan>;
+  using Cfg = typename M::config;
+  using T = typename Plan::value_type;
+  std::filesystem::create_directories(dir);
+  safetensors_writer w;
+  for (const param_info& p : st.parameter_infos()) {
+    const std::size_t cols = p.shape.size() > 1 ? p.size / p.shape[0] : 1;
+    std::size_t row = 0;
+    for (const hf_tensor_part& part : detail::hf_llama_parts<M>(p)) {
+      w.add(part.name, detail::st_dtype_name<T>(), detail::hf_part_shape(p, part.rows),
+            st.params().data() + p.offset + row * cols, part.rows * cols * sizeof(T));
+      row += part.rows;
+    }
+  }
+  w.set_metadata("format", "pt");
+  w.write(dir / "model.safetensors");
+
+  const char* type = Cfg::qk_normalised ? "qwen3" : Cfg::attention_bias ? "qwen2" : Cfg::sliding_window ? "mistral" : "llama";
+  const char* arch = Cfg::qk_normalised    ? "Qwen3ForCausalLM"
+                     : Cfg::attention_bias ? "Qwen2ForCausalLM"
+                     : Cfg::sliding_window ? "MistralForCausalLM"
+                                           : "LlamaForCausalLM";
+  io::detail::json c = {{"architectures", {arch}},
+                        {"model_type", type},
+                        {"vocab_size", M::vocab_size},
+                        {"hidden_size", M::width},
+                        {"intermediate_size", M::ffn},
+                        {"num_hidden_layers", M::depth},
+                        {"num_attention_heads", M::heads},
+                        {"num_key_value_heads", M::kv_heads},
+                        {"head_dim", M::head_dim},
+                        {"max_position_embeddings", M::context_length},
+                        {"rms_norm_eps", 1e-05},
+                        {"rope_theta", static_cast<double>(Cfg::rope_theta)},
+                        {"hidden_act", "silu"},
+                        {"attention_bias", Cfg::attention_bias},
+                        {"tie_word_embeddings", Cfg::tied_embeddings},
+                        {"torch_dtype", sizeof(T) == 8 ? "float64" : sizeof(T) == 4 ? "float32" : "bfloat16"}};
+  using Sc = typename Cfg::rope_scaling_type;
+  if constexpr (Sc::enabled)
+    c["rope_scaling"] = {{"rope_type", "llama3"},
+                         {"factor", static_cast<double>(Sc::factor)},
+                         {"low_freq_factor", static_cast<double>(Sc::low_freq_factor)},
+                         {"high_freq_factor", static_cast<double>(Sc::high_freq_factor)},
+                         {"original_max_position_embeddings", Sc::original_context}};
+  if constexpr (Cfg::sliding_window != 0) {
+    c["sliding_window"] = Cfg::sliding_window;
+    if constexpr (Cfg::qk_normalised || Cfg::attention_bias) c["use_sliding_window"] = true;  // Qwen's switch
+  }
+  std::ofstream out(dir / "config.json");
+  out << c.dump(2) << '\n';
+  if (!out) throw checkpoint_error("weft::save_hf_weights: cannot write " + (dir / "config.json").string());
+}
+
+}  // namespace weft
