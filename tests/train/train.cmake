@@ -45,3 +45,22 @@ if(TARGET train_gpt)
   set_tests_properties(train.long_jobs.preempt.bf16 PROPERTIES LABELS "train;fault" TIMEOUT 300
                        ENVIRONMENT "OMP_NUM_THREADS=1")
 endif()
+
+# ---- an independent reference trainer (docs/training.md) ----
+# train.reference_trainer: a tiny GPT-2 and a tiny grouped-query LLaMA trained 8 steps in f64 by
+# weft (AdamW with decay, warm-up + cosine, clipping that triggers on some steps, gradient
+# accumulation) against a numpy trainer written from the published definitions (hand-written
+# backward, itself checked by finite differences; torch.optim.AdamW; nanoGPT's decay rule):
+# per-step losses, gradient norms and final parameters to 1e-9, with negative controls that must
+# fail. Skips (77) without numpy; about 10 s.
+add_executable(reference_trainer_sample ${CMAKE_CURRENT_SOURCE_DIR}/train/reference_trainer_sample.cpp)
+target_link_libraries(reference_trainer_sample PRIVATE weft::host)
+if(WEFT_NUMPY_PYTHON)
+  add_test(NAME train.reference_trainer
+           COMMAND ${WEFT_NUMPY_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/train/reference_trainer.py all
+                   $<TARGET_FILE:reference_trainer_sample> ${CMAKE_CURRENT_BINARY_DIR}/reference_trainer)
+  set_tests_properties(train.reference_trainer PROPERTIES LABELS train SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
+else()
+  message(STATUS "weft: no python3 - the reference trainer cross-check is skipped")
+endif()
