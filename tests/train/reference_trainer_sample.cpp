@@ -136,13 +136,15 @@ void run(const fs::path& dir) {
   fs::create_directories(dir);
   // Large rates and decay so that every effect (decay, bias correction, the schedule) moves the
   // parameters well above the comparison's tolerance within 8 steps.
+  // example-begin reference-trainer-options
   train_options o;
   o.optimizer = {.lr = 2e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
   o.schedule = {.warmup = 3, .total = 8, .min_ratio = 0.1f};
-  o.grad_accum = 2;
-  o.grad_clip = 1.9f;
+  o.grad_accum = 2;    // micro-batches per step
+  o.grad_clip = 1.9f;  // between the smallest and the largest gradient norm of the 8 steps
   o.seed = 11;
-  train_and_dump<gpt_plan>(dir, "gpt", o, 101);
+  train_and_dump<gpt_plan>(dir, "gpt", o, 101);  // training_step<gpt_plan>, 8 steps, files out
+  // example-end reference-trainer-options
   o.grad_accum = 3;
   o.grad_clip = 1.22f;
   o.seed = 12;
