@@ -14,7 +14,11 @@ norms, Mistral's sliding window and LLaMA 3.1's rope scaling, are spelled out be
           the numpy forward pass over them;
       (c) the loader's refusals: the file without lm_head.weight (a tied checkpoint) into the
           untied model names tie_word_embeddings<>; the untied file into the tied model says the
-          head differs from the embedding; a file with a tensor the model lacks is refused.
+          head differs from the embedding; a file with a tensor the model lacks is refused; a
+          config.json that disagrees with the model's type (rms_norm_eps, rope_theta, heads,
+          sliding window, rope_scaling type, activation, model_type) is refused with the tag to give.
+      The sample's rms_norm_eps is 1e-3: a negative control checks that the forward pass with
+      LLaMA's 1e-5 misses weft's logits by far (so the epsilon is really carried).
 
 Exit status 0 when everything matches; 1 on the first mismatch (printed); 2 on usage errors;
 77 when `safetensors` or `numpy` is missing (CTest's SKIP_RETURN_CODE convention).
@@ -192,6 +196,13 @@ def main(argv):
     print(f"ok: {len(shapes)} tensors with transformers' names and shapes ({cfg['model_type']})")
     tokens = sample_tokens(cfg, batch, seq)
     compare_logits(os.path.join(a, "saved.logits.bin"), forward(saved, cfg, tokens), "saved checkpoint")
+    # negative control: the same forward pass with LLaMA's default epsilon must miss by far
+    expect(cfg["rms_norm_eps"] != 1e-5, f"the sample's rms_norm_eps is {cfg['rms_norm_eps']}, not its own")
+    got = np.fromfile(os.path.join(a, "saved.logits.bin"), dtype="<f4").astype(np.float64)
+    ref = forward(saved, dict(cfg, rms_norm_eps=1e-5), tokens).reshape(-1)
+    err = np.max(np.abs(got - ref)) / np.max(np.abs(ref))
+    expect(err > 1e-4, f"the forward pass with rms_norm_eps 1e-5 is within {err:.3g} of weft's: the epsilon does not bite")
+    print(f"ok: negative control: with rms_norm_eps 1e-5 the logits differ by {err:.2g}")
 
     # (b) random weights in two shards and an index: weft's loader against the forward pass
     b = os.path.join(scratch, "b")
@@ -215,6 +226,8 @@ def main(argv):
         weight_map.update({n: file for n in part})
     with open(os.path.join(b, "model.safetensors.index.json"), "w") as fh:
         json.dump({"metadata": {}, "weight_map": weight_map}, fh)
+    with open(os.path.join(b, "config.json"), "w") as fh:  # checked against the model's type by the loader
+        json.dump(cfg, fh)
     run([sample, "load", b, os.path.join(b, "loaded")])
     compare_logits(os.path.join(b, "loaded.logits.bin"), forward(rand, cfg, tokens), "sharded random checkpoint")
 
@@ -231,6 +244,24 @@ def main(argv):
     save_file(extra, os.path.join(c, "extra.safetensors"), metadata={"format": "pt"})
     run([sample, "load", os.path.join(c, "extra.safetensors"), os.path.join(c, "y")], must_fail=True,
         contains="has no parameter for")
+    # config.json fields the shapes cannot show, each refused with the tag that fixes it
+    bad_configs = [
+        ("eps", {"rms_norm_eps": 1e-5}, "norm_eps<1e-05>"),
+        ("theta", {"rope_theta": 10000.0}, "rope_theta<10000>"),
+        ("heads", {"num_attention_heads": 2, "head_dim": 16}, "heads<2>"),
+        ("window", {"use_sliding_window": False}, "without sliding_window<>"),
+        ("wider_window", {"sliding_window": 7}, "sliding_window<7>"),
+        ("yarn", {"rope_scaling": {"rope_type": "yarn", "factor": 4.0}}, "as LLaMA 3.1 only"),
+        ("act", {"hidden_act": "gelu"}, "SwiGLU"),
+        ("type", {"model_type": "gemma"}, "qwen3 layouts"),
+    ]
+    for what, change, message in bad_configs:
+        d = os.path.join(c, "config_" + what)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "config.json"), "w") as fh:
+            json.dump(dict(cfg, **change), fh)
+        run([sample, "load", d, os.path.join(d, "z")], must_fail=True, contains=message)
+    print(f"ok: {len(bad_configs)} config.json mismatches refused")
     return 0
 
 

@@ -15,7 +15,8 @@
 // The model has every feature the loader maps: grouped-query heads whose size is not width/heads
 // (4 heads of 8 on a width of 24, 2 kv heads), q/k/v biases, q/k norms, rope base 500000 with
 // LLaMA 3.1's scaling (original context 8, so that it bites), a sliding window of 5 of the 12
-// tokens, an untied head. Exit status 0 on success, 1 on an error (message on stderr), 2 on usage.
+// tokens, an untied head, an RMSNorm epsilon of 1e-3 (large, so that a loader or forward pass that
+// ignored rms_norm_eps would miss the tolerance by far). Exit status 0 on success, 1 on an error (message on stderr), 2 on usage.
 #include "weft/exec/training_step.hpp"  // training_step
 #include "weft/io/hf_llama.hpp"         // load_hf_weights, save_hf_weights
 #include "weft/model/llama.hpp"         // llama, llama_config
@@ -37,7 +38,8 @@ namespace fs = std::filesystem;
 template <class... Extra>
 using sample_model = llama<llama_config<vocab<50>, context<12>, width<24>, heads<4>, kv_heads<2>, head_dim<8>, depth<2>,
                                         ffn<40>, qkv_bias<>, query_key_norm<>, rope_theta<500000>,
-                                        rope_scaling<llama3_rope_scaling<4, 1, 4, 8>>, sliding_window<5>, Extra...>>;
+                                        rope_scaling<llama3_rope_scaling<4, 1, 4, 8>>, sliding_window<5>, norm_eps<1e-3>,
+                                        Extra...>>;
 using model = sample_model<>;
 using sample_plan = plan<model, batch<micro<2>, seq<12>>>;  // f32
 using step_type = training_step<sample_plan>;

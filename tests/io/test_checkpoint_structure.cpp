@@ -120,6 +120,25 @@ TEST_CASE("structure text and hash tell builds apart that have the same tensors"
         "causal_attention(heads=4,kv_heads=2,head_size=8,rope(base=500000,dims=8,llama3_scaling=8/1/4/8192))[64->32]{}");
   CHECK(structure_of<linear<C, C, role::column>>() != structure_of<linear<C, C, role::row>>());
   CHECK(structure_of<layernorm<C>>() != structure_of<bias_free_layernorm<C>>());
+  // a norm's epsilon changes what it computes; the default keeps the old text
+  CHECK(structure_of<rmsnorm<C>>() == "rmsnorm[16->16]{weight:16:replicated}");
+  CHECK(structure_of<rmsnorm<C, 1e-6>>() == "rmsnorm(eps=1e-06)[16->16]{weight:16:replicated}");
+  CHECK(structure_of<layernorm<C, 1e-6>>().starts_with("layernorm(eps=1e-06)["));
+  CHECK(structure_of<bias_free_layernorm<C, 1e-6>>().starts_with("bias_free_layernorm(eps=1e-06)["));
+  CHECK(structure_of<qk_norm<4, 2, 8>>().starts_with("qk_norm(heads=4,kv_heads=2)["));
+  CHECK(structure_of<qk_norm<4, 2, 8, 1e-6>>().starts_with("qk_norm(heads=4,kv_heads=2,eps=1e-06)["));
+  {
+    using qwen_like = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, depth<1>, query_key_norm<>, norm_eps<1e-6>>>;
+    using llama_like = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, depth<1>, query_key_norm<>>>;
+    const std::string q = structure_of<qwen_like>(), l = structure_of<llama_like>();
+    INFO(q);
+    CHECK(q != l);
+    CHECK(l.find("eps=") == std::string::npos);
+    // every norm carries it: ln_1, ln_2, the q/k norms and the final norm
+    std::size_t count = 0;
+    for (std::size_t at = q.find("eps=1e-06"); at != std::string::npos; at = q.find("eps=1e-06", at + 1)) ++count;
+    CHECK(count == 4);
+  }
   // Recomputation changes what is kept, not what is computed.
   using sel = plan<gelu_lm, batch<micro<1>, seq<Ctx>>, strategy<mesh<axis<"dp">>, recompute<selective>>>;
   CHECK(detail::model_structure<sel>() == detail::model_structure<gelu_plan>());

@@ -11,6 +11,8 @@
 
 #include "kernel_check.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 namespace k = weft::cuda::kernels;
@@ -130,4 +132,42 @@ TEMPLATE_TEST_CASE("rmsnorm forward and backward", "[kernel][rmsnorm]", float, b
   rmsnorm_case<TestType, 37, 100>();
   rmsnorm_case<TestType, 5, 5000>();
   rmsnorm_case<TestType, 1403, 768>();
+}
+
+// A model's own epsilon (norm_eps<>: Qwen's 1e-6, ...) reaches the kernels as their `eps`; with
+// small inputs (mean square about 3e-3) an epsilon of 1e-2 moves every output by far more than
+// the tolerance, so a kernel that kept the default would fail.
+TEMPLATE_TEST_CASE("norm kernels take the model's epsilon", "[kernel][layernorm][rmsnorm]", float, bf16) {
+  using T = TestType;
+  constexpr std::size_t N = 37, C = 100;
+  constexpr double eps = 1e-2;
+  std::mt19937 rng(77);
+  auto x = kcheck::random<T>(N * C, rng, -0.1, 0.1), w = kcheck::random<T>(C, rng, 0.5, 1.5),
+       b = kcheck::random<T>(C, rng);
+  const auto rx = kcheck::widen(x), rw = kcheck::widen(w), rb = kcheck::widen(b);
+  std::vector<T> y(N * C);
+  std::vector<float> mean(N), rstd(N);
+  std::vector<double> ry(N * C), rmean(N), rrstd(N), ry_default(N * C);
+  auto max_rel_diff = [](const std::vector<double>& a, const std::vector<double>& r) {
+    double d = 0, m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - r[i])), m = std::max(m, std::abs(r[i]));
+    return d / m;
+  };
+
+  k::emulate_launch(k::make_rmsnorm_forward<N, C>(y.data(), rstd.data(), x.data(), w.data(), float(eps)));
+  weft::ops::rmsnorm_forward<N, C, eps>(weft::host_context{}, ry.data(), rrstd.data(), rx.data(), rw.data());
+  kcheck::check("rmsnorm_forward eps=1e-2 out", y, ry, 4);
+  kcheck::check("rmsnorm_forward eps=1e-2 rstd", rstd, rrstd, 64);
+  weft::ops::rmsnorm_forward<N, C>(weft::host_context{}, ry_default.data(), rrstd.data(), rx.data(), rw.data());
+  CHECK(max_rel_diff(ry, ry_default) > 0.1);  // the epsilon bites
+
+  k::emulate_launch(k::make_layernorm_forward<N, C>(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(),
+                                                    float(eps)));
+  weft::ops::layernorm_forward<N, C, eps>(weft::host_context{}, ry.data(), rmean.data(), rrstd.data(), rx.data(),
+                                          rw.data(), rb.data());
+  kcheck::check("layernorm_forward eps=1e-2 out", y, ry, 4);
+  kcheck::check("layernorm_forward eps=1e-2 rstd", rstd, rrstd, 64);
+  weft::ops::layernorm_forward<N, C>(weft::host_context{}, ry_default.data(), rmean.data(), rrstd.data(), rx.data(),
+                                     rw.data(), rb.data());
+  CHECK(max_rel_diff(ry, ry_default) > 0.1);
 }

@@ -74,9 +74,15 @@ TEST_CASE("positional_embedding gradients", "[model][gradients]") {
   check_layer_gradients<positional_embedding<5, C>, 2, 5>();  // seq equal to the context
 }
 
-TEST_CASE("layernorm gradients", "[model][gradients]") { check_layer_gradients<layernorm<C>, 2, 3>(); }
+TEST_CASE("layernorm gradients", "[model][gradients]") {
+  check_layer_gradients<layernorm<C>, 2, 3>();
+  check_layer_gradients<layernorm<C, 0.5>, 2, 3>();  // a model's own epsilon (large, so that it matters)
+}
 
-TEST_CASE("rmsnorm gradients", "[model][gradients]") { check_layer_gradients<rmsnorm<C>, 2, 3>(); }
+TEST_CASE("rmsnorm gradients", "[model][gradients]") {
+  check_layer_gradients<rmsnorm<C>, 2, 3>();
+  check_layer_gradients<rmsnorm<C, 0.5>, 2, 3>();
+}
 
 TEST_CASE("linear gradients", "[model][gradients]") {
   SECTION("with bias") { check_layer_gradients<linear<C, 6>, 2, 3>(); }

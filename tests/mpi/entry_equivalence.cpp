@@ -30,11 +30,11 @@ template <std::size_t Depth>
 using llama_t = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>>>;
 // The LLaMA variants (llama-variant): a head that multiplies by the token table (LLaMA 3.2's
 // small models), a base-500000 rotary (LLaMA 3), a sliding window of 5 of the 8 tokens (Mistral),
-// and Qwen's q, k, v bias, QK-norm and 4 heads of 6 on a width of 16
+// and Qwen's q, k, v bias, QK-norm, RMSNorm epsilon of 1e-6 and 4 heads of 6 on a width of 16
 template <std::size_t Depth>
 using llama_variant_t =
     llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, depth<Depth>, tie_word_embeddings<>,
-                       rope_theta<500000>, sliding_window<5>, qkv_bias<>, query_key_norm<>, head_dim<6>>>;
+                       rope_theta<500000>, sliding_window<5>, qkv_bias<>, query_key_norm<>, head_dim<6>, norm_eps<1e-6>>>;
 // A Gemma-shaped composition (gemma-like): the embedding scaled by sqrt(width), GeGLU MLPs,
 // heads of 6 on a width of 16, a tied head (tests/model/test_gemma_like.cpp builds the same)
 template <std::size_t Depth>

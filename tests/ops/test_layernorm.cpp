@@ -94,3 +94,36 @@ TEST_CASE("layernorm over many rows equals one row at a time", "[ops][layernorm]
   CHECK(rel_err(dw, dw1) < 1e-12);
   CHECK(rel_err(db, db1) < 1e-12);
 }
+
+TEST_CASE("layernorm takes the model's epsilon", "[ops][layernorm]") {
+  // A small spread (variance about 3e-3): an epsilon of 1e-2 changes every output.
+  constexpr double eps = 1e-2;
+  auto inp = random_vector(N * C, 21, -0.1, 0.1), w = random_vector(C, 22), b = random_vector(C, 23);
+  std::vector<double> out(N * C), mean(N), rstd(N), out_default(N * C);
+  layernorm_forward<N, C, eps>(weft::host_context{}, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data());
+  std::vector<double> ref(N * C);
+  for (std::size_t n = 0; n < N; ++n) {
+    long double m = 0, var = 0;
+    for (std::size_t i = 0; i < C; ++i) m += inp[n * C + i];
+    m /= C;
+    for (std::size_t i = 0; i < C; ++i) var += (inp[n * C + i] - m) * (inp[n * C + i] - m);
+    const long double s = 1.0L / std::sqrt(var / C + (long double)eps);
+    for (std::size_t i = 0; i < C; ++i) ref[n * C + i] = double((inp[n * C + i] - m) * s * w[i] + b[i]);
+  }
+  CHECK(rel_err(out, ref) < 1e-14);
+  layernorm_forward<N, C>(weft::host_context{}, out_default.data(), mean.data(), rstd.data(), inp.data(), w.data(),
+                          b.data());
+  CHECK(rel_err(out_default, ref) > 0.05);  // the default epsilon gives another result
+
+  const auto r = random_vector(N * C, 24);
+  auto loss = [&] {
+    layernorm_forward<N, C, eps>(weft::host_context{}, out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data());
+    return dot(out, r);
+  };
+  const auto fd_inp = fd_gradient(inp, loss);
+  loss();
+  std::vector<double> dinp(N * C, 0.0), dw(C, 0.0), db(C, 0.0);
+  layernorm_backward<N, C>(weft::host_context{}, dinp.data(), dw.data(), db.data(), r.data(), inp.data(), w.data(),
+                           mean.data(), rstd.data());
+  CHECK(rel_err(dinp, fd_inp) < 1e-6);
+}

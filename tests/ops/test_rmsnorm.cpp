@@ -77,3 +77,38 @@ TEST_CASE("rmsnorm over many rows equals one row at a time", "[ops][rmsnorm]") {
   CHECK(rel_err(dinp, dinp1) < 1e-14);
   CHECK(rel_err(dw, dw1) < 1e-12);
 }
+
+TEST_CASE("rmsnorm takes the model's epsilon", "[ops][rmsnorm]") {
+  // Small inputs (mean square about 3e-3): an epsilon of 1e-2 changes every output.
+  constexpr double eps = 1e-2;
+  auto inp = random_vector(N * C, 11, -0.1, 0.1), w = random_vector(C, 12);
+  std::vector<double> out(N * C), rstd(N), out_default(N * C), rstd_default(N);
+  rmsnorm_forward<N, C, eps>(weft::host_context{}, out.data(), rstd.data(), inp.data(), w.data());
+  rmsnorm_forward<N, C>(weft::host_context{}, out_default.data(), rstd_default.data(), inp.data(), w.data());
+  std::vector<double> ref(N * C), ref_rstd(N);
+  for (std::size_t n = 0; n < N; ++n) {
+    long double ms = 0;
+    for (std::size_t i = 0; i < C; ++i) ms += (long double)inp[n * C + i] * inp[n * C + i];
+    const long double s = 1.0L / std::sqrt(ms / C + (long double)eps);
+    ref_rstd[n] = double(s);
+    for (std::size_t i = 0; i < C; ++i) ref[n * C + i] = double(inp[n * C + i] * s * w[i]);
+  }
+  CHECK(rel_err(out, ref) < 1e-14);
+  CHECK(rel_err(rstd, ref_rstd) < 1e-14);
+  CHECK(rel_err(out_default, ref) > 0.1);  // the default epsilon gives another result
+  STATIC_REQUIRE(rmsnorm_forward_op<N, C, eps>::eps == eps);
+  STATIC_REQUIRE(rmsnorm_forward_op<N, C>::eps == 1e-5);
+
+  // the backward reads the kept rstd, so it is right for any epsilon: finite differences
+  const auto r = random_vector(N * C, 13);
+  auto loss = [&] {
+    rmsnorm_forward<N, C, eps>(weft::host_context{}, out.data(), rstd.data(), inp.data(), w.data());
+    return dot(out, r);
+  };
+  const auto fd_inp = fd_gradient(inp, loss), fd_w = fd_gradient(w, loss);
+  loss();
+  std::vector<double> dinp(N * C, 0.0), dw(C, 0.0);
+  rmsnorm_backward<N, C>(weft::host_context{}, dinp.data(), dw.data(), r.data(), inp.data(), w.data(), rstd.data());
+  CHECK(rel_err(dinp, fd_inp) < 1e-6);
+  CHECK(rel_err(dw, fd_w) < 1e-6);
+}

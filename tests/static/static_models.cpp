@@ -107,9 +107,10 @@ using llama32_1b = llama<llama_config<vocab<128256>, context<131072>, width<2048
 using mistral_7b = llama<llama_config<vocab<32000>, context<8192>, width<4096>, heads<32>, kv_heads<8>, depth<32>,
                                       ffn<14336>, sliding_window<4096>>>;
 using qwen25_05b = llama<llama_config<vocab<151936>, context<32768>, width<896>, heads<14>, kv_heads<2>, depth<24>,
-                                      ffn<4864>, rope_theta<1000000>, qkv_bias<>, tie_word_embeddings<>>>;
+                                      ffn<4864>, rope_theta<1000000>, qkv_bias<>, tie_word_embeddings<>, norm_eps<1e-6>>>;
 using qwen3_06b = llama<llama_config<vocab<151936>, context<40960>, width<1024>, heads<16>, kv_heads<8>, head_dim<128>,
-                                     depth<28>, ffn<3072>, rope_theta<1000000>, query_key_norm<>, tie_word_embeddings<>>>;
+                                     depth<28>, ffn<3072>, rope_theta<1000000>, query_key_norm<>, tie_word_embeddings<>,
+                                     norm_eps<1e-6>>>;
 // example-end ready-models
 static_assert(llama3_8b::param_count == 8030261248);  // Meta-Llama-3-8B as Hugging Face counts it
 static_assert(llama3_8b::config::rope_theta == 500000 && tiny_llama::config::rope_theta == 10000);
@@ -122,6 +123,13 @@ static_assert(qwen25_05b::param_count == 494032768);   // Qwen2.5-0.5B as Huggin
 // Qwen3-0.6B: 16 heads of 128 on a width of 1024; 0.44B without the embedding, as its model card says
 static_assert(qwen3_06b::param_count == 596049920 && qwen3_06b::param_count - 151936 * 1024 == 440467456);
 static_assert(qwen3_06b::head_dim == 128 && qwen25_05b::head_dim == 64);
+// Qwen's rms_norm_eps reaches every RMSNorm, the q/k norms included; LLaMA keeps 1e-5
+static_assert(qwen3_06b::config::norm_epsilon == 1e-6 && llama3_8b::config::norm_epsilon == 1e-5);
+static_assert(std::is_same_v<detail::llama_body<qwen3_06b::config>,
+                             sequential<named<"embed", token_embedding<151936, 1024>>,
+                                        named<"layers", repeat<28, detail::llama_block<qwen3_06b::config>>>,
+                                        named<"norm", rmsnorm<1024, 1e-6>>,
+                                        named<"head", lm_head<151936, 1024, tied<"embed.weight">>>>>);
 // the plan's attention FLOPs count heads · head_dim (24 here), not the width (16)
 using wide_heads = llama<llama_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, head_dim<6>, depth<2>,
                                       tie_word_embeddings<>>>;

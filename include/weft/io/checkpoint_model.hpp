@@ -103,6 +103,13 @@ std::string export_name(const std::string& weft_name) {
   else return weft_name;
 }
 
+// A GPT-2 config's layer_norm_epsilon: the model's norm_eps<> (1e-5 without a config that says).
+template <class M>
+constexpr double gpt2_epsilon() {
+  if constexpr (requires { double(M::config::norm_epsilon); }) return M::config::norm_epsilon;
+  else return 1e-5;
+}
+
 inline std::vector<std::int64_t> export_shape(const param_info& p) {
   std::vector<std::int64_t> s(p.shape.begin(), p.shape.end());
   if (p.export_as == export_layout::transposed && s.size() == 2) std::swap(s[0], s[1]);
@@ -130,7 +137,7 @@ void write_hf_config(const std::filesystem::path& file) {
         {"n_head", M::heads},
         {"n_inner", std::stoull(optional_size<M>("ffn").substr(5))},
         {"activation_function", "gelu_new"},
-        {"layer_norm_epsilon", 1e-05},
+        {"layer_norm_epsilon", gpt2_epsilon<M>()},
         {"tie_word_embeddings", true},
         {"torch_dtype", sizeof(typename Plan::value_type) == 8 ? "float64" : "float32"}};
     out << config.dump(2) << '\n';

@@ -24,9 +24,11 @@
 //                                 model.safetensors or model.safetensors.index.json (shards)
 //   save_hf_weights(step, dir)    dir/model.safetensors and dir/config.json
 //
-// Loading checks every tensor (present, shape, float dtype) before it writes a parameter, so a file
-// of another model leaves the step untouched, and names the fix where there is one (a checkpoint
-// without lm_head.weight ties its head: tie_word_embeddings<>). A file tensor the model has no
+// Loading first checks the config.json beside the weights, where there is one (the heads, head_dim,
+// rms_norm_eps, rope_theta, rope_scaling, sliding_window and hidden_act against the model's type:
+// what the tensors' shapes cannot show), then every tensor (present, shape, float dtype) before it
+// writes a parameter, so a file of another model leaves the step untouched, and names the fix
+// where there is one (a checkpoint without lm_head.weight ties its head: tie_word_embeddings<>). A file tensor the model has no
 // parameter for (a bias, a norm) is an error too: silently dropping weights would change the model.
 #include "weft/io/checkpoint.hpp"          // checkpoint_error, st_dtype_name, st_float_dtype
 #include "weft/io/checkpoint_model.hpp"    // structured_model_t, model_signature
@@ -36,6 +38,8 @@
 #include "weft/exec/training_step.hpp"     // training_step
 #include "weft/ops/cast.hpp"               // cast
 
+#include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
@@ -151,6 +155,108 @@ class hf_weight_files {
 template <class Plan>
 using hf_llama_model = structured_model_t<Plan>;
 
+// The config.json beside a checkpoint (in its directory, or the file's), or none.
+inline std::filesystem::path hf_config_path(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  const fs::path c = (fs::is_directory(path) ? path : path.parent_path()) / "config.json";
+  return fs::exists(c) ? c : fs::path{};
+}
+
+// Shortest decimal text of a double ("1e-06", "500000").
+inline std::string hf_number(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// Checks what config.json says about the function the weights compute against llama model M: the
+// sizes the tensors' shapes cannot tell apart (heads against head size), rms_norm_eps, rope_theta
+// and rope_scaling, the sliding window (as it acts on M's context) and the activation. Throws a
+// one-line checkpoint_error that names the tag to change; a field the file lacks is not checked.
+template <class M>
+void check_hf_config(const std::filesystem::path& file) {
+  using Cfg = typename M::config;
+  std::ifstream in(file);
+  const io::detail::json j = io::detail::json::parse(in, nullptr, false);
+  const std::string where = "weft::load_hf_weights: " + file.string();
+  if (j.is_discarded() || !j.is_object()) throw checkpoint_error(where + " is not a JSON object");
+  auto number = [&](const char* key, double& out) {
+    if (!j.contains(key) || j[key].is_null()) return false;
+    if (!j[key].is_number()) throw checkpoint_error(where + ": \"" + key + "\" is not a number");
+    out = j[key].get<double>();
+    return true;
+  };
+  auto refuse = [&](const std::string& what, const std::string& fix) {
+    throw checkpoint_error(where + ": " + what + "; " + fix + " (this model: " + std::string(M::family) + ", " +
+                           std::to_string(M::width) + " wide, " + std::to_string(M::heads) + " heads)");
+  };
+  if (j.contains("model_type") && j["model_type"].is_string()) {
+    const std::string t = j["model_type"].get<std::string>();
+    if (t != "llama" && t != "mistral" && t != "qwen2" && t != "qwen3")
+      refuse("model_type is \"" + t + "\"", "weft reads the llama, mistral, qwen2 and qwen3 layouts");
+  }
+  double v = 0;
+  if (number("num_attention_heads", v) && v != double(M::heads))
+    refuse("num_attention_heads is " + hf_number(v) + ", this model has " + std::to_string(M::heads),
+           "give the llama heads<" + hf_number(v) + ">");
+  if (number("num_key_value_heads", v) && v != double(M::kv_heads))
+    refuse("num_key_value_heads is " + hf_number(v) + ", this model has " + std::to_string(M::kv_heads),
+           "give the llama kv_heads<" + hf_number(v) + ">");
+  if (number("head_dim", v) && v != double(M::head_dim))
+    refuse("head_dim is " + hf_number(v) + ", this model has " + std::to_string(M::head_dim),
+           "give the llama head_dim<" + hf_number(v) + ">");
+  if (number("rms_norm_eps", v) && std::abs(v - Cfg::norm_epsilon) > 1e-9 * Cfg::norm_epsilon)
+    refuse("rms_norm_eps is " + hf_number(v) + ", this model's is " + hf_number(Cfg::norm_epsilon),
+           "give the llama norm_eps<" + hf_number(v) + ">");
+  if (number("rope_theta", v) && v != double(Cfg::rope_theta))
+    refuse("rope_theta is " + hf_number(v) + ", this model's is " + std::to_string(Cfg::rope_theta),
+           "give the llama rope_theta<" + hf_number(v) + ">");
+  if (j.contains("hidden_act") && j["hidden_act"].is_string() && j["hidden_act"].get<std::string>() != "silu")
+    refuse("hidden_act is \"" + j["hidden_act"].get<std::string>() + "\"", "a llama's MLP is SwiGLU (silu)");
+  // rope_scaling: none, "default", or LLaMA 3.1's "llama3" with the model's factors
+  using Sc = typename Cfg::rope_scaling_type;
+  std::string rope_type = "default";
+  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
+    const auto& r = j["rope_scaling"];
+    const char* key = r.contains("rope_type") ? "rope_type" : "type";
+    if (r.contains(key) && r[key].is_string()) rope_type = r[key].get<std::string>();
+    if (rope_type != "default" && rope_type != "llama3")
+      refuse("rope_scaling's type is \"" + rope_type + "\"", "weft scales rotary frequencies as LLaMA 3.1 only (llama3)");
+    if (rope_type == "llama3") {
+      if constexpr (!Sc::enabled) {
+        refuse("rope_scaling is llama3", "give the llama rope_scaling<llama3_rope_scaling<factor, low, high, original>>");
+      } else {
+        auto field = [&](const char* k, double model) {
+          if (r.contains(k) && r[k].is_number() && r[k].get<double>() != model)
+            refuse(std::string("rope_scaling's ") + k + " is " + hf_number(r[k].get<double>()) + ", this model's is " +
+                       hf_number(model),
+                   "give the llama rope_scaling<llama3_rope_scaling<factor, low, high, original>> with the file's values");
+        };
+        field("factor", double(Sc::factor));
+        field("low_freq_factor", double(Sc::low_freq_factor));
+        field("high_freq_factor", double(Sc::high_freq_factor));
+        field("original_max_position_embeddings", double(Sc::original_context));
+      }
+    }
+  }
+  if constexpr (Sc::enabled)
+    if (rope_type != "llama3") refuse("it has no llama3 rope_scaling", "build the llama without rope_scaling<>");
+  // the sliding window, as it acts on this model's sequences (a window of the context or more is none);
+  // Qwen's configs carry a window that applies only with use_sliding_window (false when absent)
+  double window = 0;
+  number("sliding_window", window);
+  const bool qwen = j.contains("model_type") && j["model_type"].is_string() &&
+                    j["model_type"].get<std::string>().starts_with("qwen");
+  if (qwen && !(j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
+                j["use_sliding_window"].get<bool>()))
+    window = 0;
+  auto effective = [](double w) { return w <= 0 || w >= double(M::context_length) ? 0.0 : w; };
+  if (effective(window) != effective(double(Cfg::sliding_window)))
+    refuse(window > 0 ? "its sliding window is " + hf_number(window) + " keys" : std::string("it has no sliding window"),
+           window > 0 ? "give the llama sliding_window<" + hf_number(window) + ">"
+                      : std::string("build the llama without sliding_window<>"));
+}
+
 template <class Plan>
 void check_hf_llama() {
   static_assert(is_llama_family<hf_llama_model<Plan>>,
@@ -167,6 +273,7 @@ void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path)
   using M = detail::hf_llama_model<Plan>;
   using T = typename Plan::value_type;
   using Master = typename Plan::master_type;  // T unless mixed precision
+  if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_config<M>(config);
   const detail::hf_weight_files files(path);
   struct read_job {
     const safetensors_file* file;
@@ -279,7 +386,7 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
                         {"num_key_value_heads", M::kv_heads},
                         {"head_dim", M::head_dim},
                         {"max_position_embeddings", M::context_length},
-                        {"rms_norm_eps", 1e-05},
+                        {"rms_norm_eps", Cfg::norm_epsilon},
                         {"rope_theta", static_cast<double>(Cfg::rope_theta)},
                         {"hidden_act", "silu"},
                         {"attention_bias", Cfg::attention_bias},

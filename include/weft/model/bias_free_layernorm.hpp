@@ -14,12 +14,15 @@
 
 namespace weft {
 
-/// LayerNorm(width) without bias, eps 1e-5; keeps the per-row mean and 1/std (ops::stat_t).
-template <std::size_t C>
+/// LayerNorm(width) without bias, epsilon Eps (1e-5 unless given); keeps the per-row mean and 1/std (ops::stat_t).
+template <std::size_t C, double Eps = ops::layernorm_eps>
 struct bias_free_layernorm
     : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>>> {
   static constexpr bool width_positive = diag::at_least<C, 1>;
   static_assert(width_positive, "weft::bias_free_layernorm: the width is 0. Give bias_free_layernorm<C> a width of at least 1.");
+  static constexpr bool eps_valid = Eps > 0 && Eps < 1;
+  static_assert(eps_valid, "weft::bias_free_layernorm: the epsilon is not in (0, 1). Give bias_free_layernorm<C, Eps> the model's epsilon (1e-5 for GPT-2, as torch.nn.LayerNorm).");
+  static constexpr double eps = eps_valid ? Eps : ops::layernorm_eps;
   static constexpr std::size_t in_width = C;
   static constexpr std::size_t out_width = C;
   template <std::size_t B, std::size_t S>
@@ -33,7 +36,7 @@ struct bias_free_layernorm
     const auto zero_bias = view<C>(f, f.scratch);
     ops::zero(f.ctx, zero_bias);
     auto* stats = norm_stats(f.kept);  // mean (N), rstd (N)
-    ops::layernorm_forward<N, C>(f.ctx, view<N, C>(f, out), view<N>(f, stats), view<N>(f, stats + N), view<N, C>(f, in),
+    ops::layernorm_forward<N, C, eps>(f.ctx, view<N, C>(f, out), view<N>(f, stats), view<N>(f, stats + N), view<N, C>(f, in),
                                  view<C>(f, f.params), zero_bias);
   }
   template <class F>

@@ -33,6 +33,12 @@ struct gpt_config {
   /// Keys each query sees (`sliding_window<>`); 0, the default, is all before it.
   static constexpr std::size_t sliding_window = detail::find_tag<detail::sliding_window_tag, 0, Tags...>::value;
 
+  /// The epsilon of every LayerNorm (`norm_eps<>`; 1e-5 by default, GPT-2's layer_norm_epsilon).
+  static constexpr double norm_epsilon = detail::find_type_tag<detail::norm_eps_tag, norm_eps<1e-5>, Tags...>::type::eps;
+  static constexpr bool norm_eps_valid = norm_epsilon > 0 && norm_epsilon < 1;
+  static_assert(norm_eps_valid, "weft::gpt_config: norm_eps<> is not in (0, 1). Give the model's layer_norm_epsilon (1e-5 for GPT-2), or leave it out for 1e-5.");
+  static constexpr double block_norm_eps = norm_eps_valid ? norm_epsilon : 1e-5;
+
   static constexpr bool all_given = vocab_size > 0 && context_length > 0 && width > 0 && heads > 0 && depth > 0;
   static_assert(all_given, "weft::gpt_config: a hyper-parameter is missing or zero. Give vocab<>, context<>, width<>, heads<> and depth<>, each at least 1.");
   static constexpr bool width_divisible_by_heads = diag::divisible<width, heads>;
@@ -47,15 +53,15 @@ struct gpt_config {
 
 namespace detail {
 template <class Cfg>
-using gpt_block = block<layernorm<Cfg::width>,
+using gpt_block = block<layernorm<Cfg::width, Cfg::block_norm_eps>,
                         attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true, export_layout::transposed,
                                   Cfg::sliding_window>,
-                        layernorm<Cfg::width>, gelu_mlp<Cfg::width, Cfg::ffn, true, export_layout::transposed>>;
+                        layernorm<Cfg::width, Cfg::block_norm_eps>, gelu_mlp<Cfg::width, Cfg::ffn, true, export_layout::transposed>>;
 
 template <class Cfg>
 using gpt_body = sequential<named<"wte", token_embedding<Cfg::vocab_size, Cfg::width>>,
                             named<"wpe", positional_embedding<Cfg::context_length, Cfg::width>>,
-                            named<"h", repeat<Cfg::depth, gpt_block<Cfg>>>, named<"ln_f", layernorm<Cfg::width>>,
+                            named<"h", repeat<Cfg::depth, gpt_block<Cfg>>>, named<"ln_f", layernorm<Cfg::width, Cfg::block_norm_eps>>,
                             lm_head<Cfg::vocab_size, Cfg::width, tied<"wte.weight">>>;
 }  // namespace detail
 

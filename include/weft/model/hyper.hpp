@@ -25,6 +25,7 @@ struct sliding_window_tag {};
 struct head_dim_tag {};
 struct qkv_bias_tag {};
 struct qk_norm_tag {};
+struct norm_eps_tag {};
 
 // Value of the first tag of kind `Tag` in `Ts`, else `Default`; `count` says how many there are.
 template <class Tag, std::size_t Default, class... Ts>
@@ -80,6 +81,15 @@ template <bool On = true> struct qkv_bias : detail::size_tag<detail::qkv_bias_ta
 /// RMSNorm of every query and key head before the rotary embedding (qk_norm_attention: Qwen 3,
 /// OLMo 2); none by default.
 template <bool On = true> struct query_key_norm : detail::size_tag<detail::qk_norm_tag, On ? 1 : 0> {};
+/// The epsilon inside every normalisation's square root (the configs' `rms_norm_eps`,
+/// `layer_norm_epsilon`): norm_eps<1e-6> for Qwen 2/3 and Gemma; 1e-5 by default (LLaMA, Mistral,
+/// GPT-2). A llama's QK-norm takes it too, as Qwen 3's q_norm/k_norm do.
+template <double E> struct norm_eps {
+  using tag = detail::norm_eps_tag;
+  using type = norm_eps;
+  static constexpr std::size_t value = 0;
+  static constexpr double eps = E;
+};
 /// How the rotary frequencies are rescaled for a longer context (the configs' `rope_scaling`):
 /// rope_scaling<llama3_rope_scaling<8>> for LLaMA 3.1 (core/rope_scaling.hpp).
 template <class Scaling> struct rope_scaling {

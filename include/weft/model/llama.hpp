@@ -45,6 +45,11 @@ struct llama_config {
   static constexpr bool attention_bias = detail::find_tag<detail::qkv_bias_tag, 0, Tags...>::value != 0;
   /// Whether each query and key head is RMS-normalised before the rotary embedding (`query_key_norm<>`).
   static constexpr bool qk_normalised = detail::find_tag<detail::qk_norm_tag, 0, Tags...>::value != 0;
+  /// The epsilon of every RMSNorm (`norm_eps<>`; 1e-5 by default).
+  static constexpr double norm_epsilon = detail::find_type_tag<detail::norm_eps_tag, norm_eps<1e-5>, Tags...>::type::eps;
+  static constexpr bool norm_eps_valid = norm_epsilon > 0 && norm_epsilon < 1;
+  static_assert(norm_eps_valid, "weft::llama_config: norm_eps<> is not in (0, 1). Give the model's rms_norm_eps (1e-5 for LLaMA and Mistral, 1e-6 for Qwen and Gemma), or leave it out for 1e-5.");
+  static constexpr double block_norm_eps = norm_eps_valid ? norm_epsilon : 1e-5;
   /// The head size given by `head_dim<>` (0: width / heads).
   static constexpr std::size_t head_dim_given = detail::find_tag<detail::head_dim_tag, 0, Tags...>::value;
 
@@ -75,16 +80,17 @@ template <class Cfg>
 using llama_attention = std::conditional_t<
     Cfg::qk_normalised,
     qk_norm_attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position,
-                      Cfg::attention_bias, Cfg::sliding_window, Cfg::block_head_dim, false>,
+                      Cfg::attention_bias, Cfg::sliding_window, Cfg::block_head_dim, false, Cfg::block_norm_eps>,
     attention<Cfg::width, Cfg::block_heads, Cfg::block_kv_heads, typename Cfg::block_position, Cfg::attention_bias,
               export_layout::as_is, Cfg::sliding_window, Cfg::block_head_dim, false>>;
 
 template <class Cfg>
-using llama_block = block<rmsnorm<Cfg::width>, llama_attention<Cfg>, rmsnorm<Cfg::width>, swiglu_mlp<Cfg::width, Cfg::ffn>>;
+using llama_block = block<rmsnorm<Cfg::width, Cfg::block_norm_eps>, llama_attention<Cfg>,
+                          rmsnorm<Cfg::width, Cfg::block_norm_eps>, swiglu_mlp<Cfg::width, Cfg::ffn>>;
 
 template <class Cfg>
 using llama_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
-                              named<"layers", repeat<Cfg::depth, llama_block<Cfg>>>, named<"norm", rmsnorm<Cfg::width>>,
+                              named<"layers", repeat<Cfg::depth, llama_block<Cfg>>>, named<"norm", rmsnorm<Cfg::width, Cfg::block_norm_eps>>,
                               named<"head", lm_head<Cfg::vocab_size, Cfg::width, typename Cfg::head_tie>>>;
 }  // namespace detail
 

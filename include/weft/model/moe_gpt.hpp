@@ -25,14 +25,14 @@ namespace weft {
 
 namespace detail {
 template <class Cfg, class Moe>
-using moe_gpt_block = block<layernorm<Cfg::width>,
+using moe_gpt_block = block<layernorm<Cfg::width, Cfg::block_norm_eps>,
                             attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, no_rope, true,
                                       export_layout::transposed, Cfg::sliding_window>,
-                            layernorm<Cfg::width>, Moe>;
+                            layernorm<Cfg::width, Cfg::block_norm_eps>, Moe>;
 template <class Cfg, class Moe>
 using moe_gpt_body = sequential<named<"wte", token_embedding<Cfg::vocab_size, Cfg::width>>,
                                 named<"wpe", positional_embedding<Cfg::context_length, Cfg::width>>,
-                                named<"h", repeat<Cfg::depth, moe_gpt_block<Cfg, Moe>>>, named<"ln_f", layernorm<Cfg::width>>,
+                                named<"h", repeat<Cfg::depth, moe_gpt_block<Cfg, Moe>>>, named<"ln_f", layernorm<Cfg::width, Cfg::block_norm_eps>>,
                                 lm_head<Cfg::vocab_size, Cfg::width, tied<"wte.weight">>>;
 // The MoE layer the blocks are built with: after a width mismatch (reported by moe_gpt), a
 // stand-in of the right width, so that the compositions do not report the same mistake again.

@@ -29,13 +29,13 @@ inline constexpr bool moe_llama_widths_match = Moe::in_width == Cfg::width && Mo
 template <class Cfg, class Moe>
 using moe_llama_layer = std::conditional_t<moe_llama_widths_match<Cfg, Moe>, Moe, moe_mlp<Cfg::width, 1, 1, 1>>;
 template <class Cfg, class Moe>
-using moe_llama_block = block<rmsnorm<Cfg::width>,
+using moe_llama_block = block<rmsnorm<Cfg::width, Cfg::block_norm_eps>,
                               llama_attention<Cfg>,
-                              rmsnorm<Cfg::width>, Moe>;
+                              rmsnorm<Cfg::width, Cfg::block_norm_eps>, Moe>;
 template <class Cfg, class Moe>
 using moe_llama_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
                                   named<"layers", repeat<Cfg::depth, moe_llama_block<Cfg, Moe>>>,
-                                  named<"norm", rmsnorm<Cfg::width>>,
+                                  named<"norm", rmsnorm<Cfg::width, Cfg::block_norm_eps>>,
                                   named<"head", lm_head<Cfg::vocab_size, Cfg::width, typename Cfg::head_tie>>>;
 }  // namespace detail
 

@@ -32,12 +32,16 @@
 
 namespace weft {
 
-/// RMSNorm (eps 1e-5) over each query and key head of packed (q | k | v) rows; v unchanged.
-template <std::size_t H, std::size_t KVH, std::size_t D>
+/// RMSNorm (epsilon Eps, 1e-5 unless given) over each query and key head of packed (q | k | v)
+/// rows; v unchanged.
+template <std::size_t H, std::size_t KVH, std::size_t D, double Eps = ops::rmsnorm_eps>
 struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", D>>, role::replicated, init::ones>,
                                        param<"k_weight", shape<axis<"head_dim", D>>, role::replicated, init::ones>>> {
   static constexpr bool sizes_positive = diag::at_least<H, 1> && diag::at_least<KVH, 1> && diag::at_least<D, 1>;
   static_assert(sizes_positive, "weft::qk_norm: heads, kv_heads or the head size is 0. Give each at least 1.");
+  static constexpr bool eps_valid = Eps > 0 && Eps < 1;
+  static_assert(eps_valid, "weft::qk_norm: the epsilon is not in (0, 1). Give the model's epsilon (1e-6 for Qwen 3).");
+  static constexpr double eps = eps_valid ? Eps : ops::rmsnorm_eps;
   static constexpr std::size_t heads = H, kv_heads = KVH, head_size = D;
   static constexpr std::size_t qkv_width = (H + 2 * KVH) * D;
   static constexpr std::size_t in_width = qkv_width;
@@ -53,9 +57,9 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
       const auto* x = in + r * qkv_width;
       auto* y = out + r * qkv_width;
       auto* rstd = norm_stats(f.kept) + r * (H + KVH);  // (heads + kv_heads), ops::stat_t
-      ops::rmsnorm_forward<H, D>(f.ctx, view<H, D>(f, y), view<H>(f, rstd), view<H, D>(f, x),
+      ops::rmsnorm_forward<H, D, eps>(f.ctx, view<H, D>(f, y), view<H>(f, rstd), view<H, D>(f, x),
                                  view<D>(f, f.params));  // q: (H, D)
-      ops::rmsnorm_forward<KVH, D>(f.ctx, view<KVH, D>(f, y + H * D), view<KVH>(f, rstd + H),
+      ops::rmsnorm_forward<KVH, D, eps>(f.ctx, view<KVH, D>(f, y + H * D), view<KVH>(f, rstd + H),
                                    view<KVH, D>(f, x + H * D), view<D>(f, f.params + D));  // k: (KVH, D)
       ops::copy(f.ctx, view<KVH, D>(f, y + (H + KVH) * D), view<KVH, D>(f, x + (H + KVH) * D));  // v: (KVH, D)
     }
@@ -82,9 +86,9 @@ struct qk_norm : leaf_layer<param_list<param<"q_weight", shape<axis<"head_dim", 
 /// the rank's query and key heads, between the column-parallel c_attn and causal_attention; the
 /// gains (q_weight, k_weight) are whole on every rank and their gradients summed over the group
 /// (see the top of the file).
-template <std::size_t H, std::size_t KVH, std::size_t D, std::size_t TP, bool SP>
-struct tensor_parallel_qk_norm : qk_norm<H, KVH, D> {
-  using base = qk_norm<H, KVH, D>;
+template <std::size_t H, std::size_t KVH, std::size_t D, std::size_t TP, bool SP, double Eps = ops::rmsnorm_eps>
+struct tensor_parallel_qk_norm : qk_norm<H, KVH, D, Eps> {
+  using base = qk_norm<H, KVH, D, Eps>;
   static constexpr std::size_t tp = TP;
   /// Without SP: the gains' gradients accumulated before this micro-batch, (2, D).
   template <std::size_t B, std::size_t S>
@@ -114,9 +118,9 @@ struct tensor_parallel_qk_norm : qk_norm<H, KVH, D> {
 /// attention<> with QK-norm: `c_attn` -> `qk_norm` -> causal attention (rope after the norm)
 /// -> `c_proj`. Names: c_attn, qk_norm.q_weight, qk_norm.k_weight, c_proj. `Window` and `HeadDim`
 /// as attention<>'s (Qwen 3: QK-norm with a head size of its own); `OutBias` is c_proj's bias
-/// (Bias by default).
+/// (Bias by default); `NormEps` the head norms' epsilon.
 template <std::size_t C, std::size_t H, std::size_t KVH = H, class PosEnc = rope, bool Bias = false,
-          std::size_t Window = 0, std::size_t HeadDim = 0, bool OutBias = Bias>
+          std::size_t Window = 0, std::size_t HeadDim = 0, bool OutBias = Bias, double NormEps = ops::rmsnorm_eps>
 using qk_norm_attention = sequential<
     named<"c_attn", linear<C, detail::attention_shape<C, H, KVH, HeadDim>::q_width +
                                   2 * detail::attention_shape<C, H, KVH, HeadDim>::kv_width,
@@ -125,7 +129,7 @@ using qk_norm_attention = sequential<
                                   detail::attention_shape<C, H, KVH, HeadDim>::kv_width,
                                   detail::attention_shape<C, H, KVH, HeadDim>::kv_width>>>,
     named<"qk_norm", qk_norm<detail::attention_shape<C, H, KVH, HeadDim>::h, detail::attention_shape<C, H, KVH, HeadDim>::kvh,
-                             detail::attention_shape<C, H, KVH, HeadDim>::head_size>>,
+                             detail::attention_shape<C, H, KVH, HeadDim>::head_size, NormEps>>,
     causal_attention<detail::attention_shape<C, H, KVH, HeadDim>::h, detail::attention_shape<C, H, KVH, HeadDim>::kvh,
                      detail::attention_shape<C, H, KVH, HeadDim>::head_size, PosEnc, Window>,
     named<"c_proj", linear<detail::attention_shape<C, H, KVH, HeadDim>::q_width, C, role::row, OutBias,

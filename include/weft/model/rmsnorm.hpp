@@ -10,12 +10,16 @@
 
 namespace weft {
 
-/// RMSNorm(width) with eps 1e-5; keeps the per-row 1/rms (ops::stat_t: f32 for 16-bit
-/// activations, norm_stats.hpp).
-template <std::size_t C>
+/// RMSNorm(width) with epsilon Eps inside the square root (1e-5, LLaMA's, unless given:
+/// rmsnorm<C, 1e-6> for Qwen and Gemma; llama_config's norm_eps<> sets it); keeps the per-row
+/// 1/rms (ops::stat_t: f32 for 16-bit activations, norm_stats.hpp).
+template <std::size_t C, double Eps = ops::rmsnorm_eps>
 struct rmsnorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, role::replicated, init::ones>>> {
   static constexpr bool width_positive = diag::at_least<C, 1>;
   static_assert(width_positive, "weft::rmsnorm: the width is 0. Give rmsnorm<C> a width of at least 1.");
+  static constexpr bool eps_valid = Eps > 0 && Eps < 1;
+  static_assert(eps_valid, "weft::rmsnorm: the epsilon is not in (0, 1). Give rmsnorm<C, Eps> the model's epsilon (1e-5 for LLaMA, 1e-6 for Qwen and Gemma).");
+  static constexpr double eps = eps_valid ? Eps : ops::rmsnorm_eps;
   static constexpr std::size_t in_width = C;
   static constexpr std::size_t out_width = C;
   template <std::size_t B, std::size_t S>
@@ -26,7 +30,7 @@ struct rmsnorm : leaf_layer<param_list<param<"weight", shape<axis<"width", C>>, 
   template <class F>
   static void forward(const F& f, const typename F::value_type* in, typename F::value_type* out) {
     constexpr std::size_t N = F::rows;
-    ops::rmsnorm_forward<N, C>(f.ctx, view<N, C>(f, out), view<N>(f, norm_stats(f.kept)), view<N, C>(f, in),
+    ops::rmsnorm_forward<N, C, eps>(f.ctx, view<N, C>(f, out), view<N>(f, norm_stats(f.kept)), view<N, C>(f, in),
                                view<C>(f, f.params));
   }
   template <class F>

@@ -35,6 +35,7 @@
 #include "weft/model/swiglu.hpp"                // gated_unit: swiglu, geglu
 #include "weft/model/token_embedding.hpp"       // token_embedding
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -50,6 +51,20 @@ std::string cat(const Parts&... parts) {
   std::string s;
   ((s += parts), ...);
   return s;
+}
+
+// A norm's epsilon as the shortest text that reads back to the same double ("1e-06").
+inline std::string format_eps(double eps) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, eps);
+  return std::string(buf, r.ptr);
+}
+// "(eps=…)" after a norm's kind when its epsilon is not the default (the default keeps the
+// historical text, so earlier checkpoints' structures still match).
+template <double Eps, double Default>
+std::string eps_text() {
+  if constexpr (Eps == Default) return {};
+  else return cat("(eps=", format_eps(Eps), ")");
 }
 
 // ---- how each kind of layer is recognised ----
@@ -73,17 +88,17 @@ template <std::size_t In, std::size_t Out, role R, bool Bias, class Init, export
 struct structure_leaf_kind<linear<In, Out, R, Bias, Init, E, P>> {
   static std::string text() { return "linear"; }
 };
-template <std::size_t C>
-struct structure_leaf_kind<layernorm<C>> {
-  static std::string text() { return "layernorm"; }
+template <std::size_t C, double Eps>
+struct structure_leaf_kind<layernorm<C, Eps>> {
+  static std::string text() { return cat("layernorm", eps_text<Eps, ops::layernorm_eps>()); }
 };
-template <std::size_t C>
-struct structure_leaf_kind<bias_free_layernorm<C>> {
-  static std::string text() { return "bias_free_layernorm"; }
+template <std::size_t C, double Eps>
+struct structure_leaf_kind<bias_free_layernorm<C, Eps>> {
+  static std::string text() { return cat("bias_free_layernorm", eps_text<Eps, ops::layernorm_eps>()); }
 };
-template <std::size_t C>
-struct structure_leaf_kind<rmsnorm<C>> {
-  static std::string text() { return "rmsnorm"; }
+template <std::size_t C, double Eps>
+struct structure_leaf_kind<rmsnorm<C, Eps>> {
+  static std::string text() { return cat("rmsnorm", eps_text<Eps, ops::rmsnorm_eps>()); }
 };
 template <std::size_t C>
 struct structure_leaf_kind<gelu<C>> {
@@ -120,9 +135,12 @@ struct structure_leaf_kind<causal_attention<H, KVH, D, Pos, W>> {
     else return ",scaled";
   }
 };
-template <std::size_t H, std::size_t KVH, std::size_t D>
-struct structure_leaf_kind<qk_norm<H, KVH, D>> {
-  static std::string text() { return cat("qk_norm(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH), ")"); }
+template <std::size_t H, std::size_t KVH, std::size_t D, double Eps>
+struct structure_leaf_kind<qk_norm<H, KVH, D, Eps>> {
+  static std::string text() {
+    return cat("qk_norm(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH),
+               Eps == ops::rmsnorm_eps ? std::string() : cat(",eps=", format_eps(Eps)), ")");
+  }
 };
 template <std::size_t V, std::size_t C>
 struct structure_leaf_kind<token_embedding<V, C>> {

@@ -1,5 +1,5 @@
 #pragma once
-// ---- layernorm over the last axis, eps = 1e-5 ----
+// ---- layernorm over the last axis, eps = 1e-5 (GPT-2) unless given ----
 //   out = (inp - mean) * rstd * weight + bias,   rstd = 1 / sqrt(var + eps)
 // with the biased variance (divide by C), as torch.nn.LayerNorm. Row statistics are
 // accumulated in acc_t<T> (double for float) with a two-pass variance; mean and rstd are
@@ -15,19 +15,22 @@
 
 namespace weft::ops {
 
-/// The epsilon inside layernorm's square root.
+/// The epsilon inside layernorm's square root by default (GPT-2's, torch.nn.LayerNorm's).
 inline constexpr double layernorm_eps = 1e-5;
 
 /// out(N, C) = normalised inp * weight(C) + bias(C); writes the row statistics mean(N) and
-/// rstd(N) that layernorm_backward needs. Overwrites out, mean, rstd.
-template <std::size_t N, std::size_t C>
+/// rstd(N) that layernorm_backward needs. Overwrites out, mean, rstd. Eps: the epsilon inside
+/// the square root (the backward reads rstd and needs none).
+template <std::size_t N, std::size_t C, double Eps = layernorm_eps>
 struct layernorm_forward_op {
   using signature = ops::signature<args::out<N, C>, args::out<N>, args::out<N>, args::in<N, C>, args::in<C>, args::in<C>>;
+  static constexpr double eps = Eps;
+  static_assert(Eps > 0 && Eps < 1, "weft::ops::layernorm_forward: eps must lie in (0, 1). Give the model's epsilon (1e-5 for GPT-2).");
 };
-template <std::size_t N, std::size_t C>
-inline constexpr op_fn<layernorm_forward_op<N, C>> layernorm_forward{};
-template <std::size_t N, std::size_t C, host_element T, host_element Stat>
-void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, Stat* mean, std::type_identity_t<Stat>* rstd,
+template <std::size_t N, std::size_t C, double Eps = layernorm_eps>
+inline constexpr op_fn<layernorm_forward_op<N, C, Eps>> layernorm_forward{};
+template <std::size_t N, std::size_t C, double Eps, host_element T, host_element Stat>
+void op_impl(layernorm_forward_op<N, C, Eps>, const host_context&, T* out, Stat* mean, std::type_identity_t<Stat>* rstd,
              const T* inp, const T* weight, const T* bias) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
@@ -46,7 +49,7 @@ void op_impl(layernorm_forward_op<N, C>, const host_context&, T* out, Stat* mean
       const acc d = acc(x[i]) - m;
       sq += d * d;
     }
-    const acc s = acc(1) / std::sqrt(sq / acc(C) + acc(layernorm_eps));
+    const acc s = acc(1) / std::sqrt(sq / acc(C) + acc(Eps));
     const F mt = F(m), st = F(s);
 #pragma omp simd
     for (std::size_t i = 0; i < C; ++i) y[i] = T((F(x[i]) - mt) * st * F(weight[i]) + F(bias[i]));

@@ -1,5 +1,5 @@
 #pragma once
-// ---- rmsnorm over the last axis, eps = 1e-5 (LLaMA) ----
+// ---- rmsnorm over the last axis, eps = 1e-5 (LLaMA) unless given ----
 //   out = inp * rstd * weight,   rstd = 1 / sqrt(mean(inp^2) + eps)
 // No mean subtraction and no bias. rstd is kept for backward.
 #include "weft/ops/detail/host_common.hpp"  // acc_t, check_dims, column_block, parallel_min_work
@@ -12,18 +12,21 @@
 
 namespace weft::ops {
 
-/// The epsilon inside rmsnorm's square root.
+/// The epsilon inside rmsnorm's square root by default (LLaMA's; Qwen and Gemma use 1e-6).
 inline constexpr double rmsnorm_eps = 1e-5;
 
 /// out(N, C) = inp * rstd * weight(C); writes rstd(N) for rmsnorm_backward. Overwrites out, rstd.
-template <std::size_t N, std::size_t C>
+/// Eps: the epsilon inside the square root (the backward reads rstd and needs none).
+template <std::size_t N, std::size_t C, double Eps = rmsnorm_eps>
 struct rmsnorm_forward_op {
   using signature = ops::signature<args::out<N, C>, args::out<N>, args::in<N, C>, args::in<C>>;
+  static constexpr double eps = Eps;
+  static_assert(Eps > 0 && Eps < 1, "weft::ops::rmsnorm_forward: eps must lie in (0, 1). Give the model's epsilon (1e-5 for LLaMA, 1e-6 for Qwen and Gemma).");
 };
-template <std::size_t N, std::size_t C>
-inline constexpr op_fn<rmsnorm_forward_op<N, C>> rmsnorm_forward{};
-template <std::size_t N, std::size_t C, host_element T, host_element Stat>
-void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, Stat* rstd, const T* inp, const T* weight) {
+template <std::size_t N, std::size_t C, double Eps = rmsnorm_eps>
+inline constexpr op_fn<rmsnorm_forward_op<N, C, Eps>> rmsnorm_forward{};
+template <std::size_t N, std::size_t C, double Eps, host_element T, host_element Stat>
+void op_impl(rmsnorm_forward_op<N, C, Eps>, const host_context&, T* out, Stat* rstd, const T* inp, const T* weight) {
   static_assert(detail::check_dims<N, C>::ok);
   using acc = detail::acc_t<T>;
   using F = compute_t<T>;  // T itself, float for bf16 (loads widen, the store rounds once)
@@ -34,7 +37,7 @@ void op_impl(rmsnorm_forward_op<N, C>, const host_context&, T* out, Stat* rstd, 
     acc sq = 0;
 #pragma omp simd reduction(+ : sq)
     for (std::size_t i = 0; i < C; ++i) sq += acc(x[i]) * acc(x[i]);
-    const F s = F(acc(1) / std::sqrt(sq / acc(C) + acc(rmsnorm_eps)));
+    const F s = F(acc(1) / std::sqrt(sq / acc(C) + acc(Eps)));
 #pragma omp simd
     for (std::size_t i = 0; i < C; ++i) y[i] = T(F(x[i]) * s * F(weight[i]));
     rstd[n] = Stat(s);

@@ -231,29 +231,29 @@ struct tp_shard<embedding_scale<C>, TP, SP, R> {
   static_assert(detail::tp_outside<embedding_scale<C>, R>);
   using type = embedding_scale<C>;
 };
-template <std::size_t C, std::size_t TP, bool SP, bool R>
-struct tp_shard<layernorm<C>, TP, SP, R> {
-  static_assert(detail::tp_outside<layernorm<C>, R>);
-  using type = layernorm<C>;
+template <std::size_t C, double Eps, std::size_t TP, bool SP, bool R>
+struct tp_shard<layernorm<C, Eps>, TP, SP, R> {
+  static_assert(detail::tp_outside<layernorm<C, Eps>, R>);
+  using type = layernorm<C, Eps>;
 };
 // QK-norm normalises the rank's heads inside the region; its gains are whole on every rank and
 // their gradients summed over the group (model/qk_norm.hpp). Heads not divisible by tp are
 // reported by the causal_attention beside it; the stand-in keeps the region chaining.
-template <std::size_t H, std::size_t KVH, std::size_t D, std::size_t TP, bool SP, bool R>
-struct tp_shard<qk_norm<H, KVH, D>, TP, SP, R> {
-  static_assert(detail::tp_inside<qk_norm<H, KVH, D>, R>);
+template <std::size_t H, std::size_t KVH, std::size_t D, double Eps, std::size_t TP, bool SP, bool R>
+struct tp_shard<qk_norm<H, KVH, D, Eps>, TP, SP, R> {
+  static_assert(detail::tp_inside<qk_norm<H, KVH, D, Eps>, R>);
   using type = tensor_parallel_qk_norm<(diag::divisible<H, TP> ? H / TP : H), (diag::divisible<KVH, TP> ? KVH / TP : KVH),
-                                       D, TP, SP>;
+                                       D, TP, SP, Eps>;
 };
-template <std::size_t C, std::size_t TP, bool SP, bool R>
-struct tp_shard<bias_free_layernorm<C>, TP, SP, R> {
-  static_assert(detail::tp_outside<bias_free_layernorm<C>, R>);
-  using type = bias_free_layernorm<C>;
+template <std::size_t C, double Eps, std::size_t TP, bool SP, bool R>
+struct tp_shard<bias_free_layernorm<C, Eps>, TP, SP, R> {
+  static_assert(detail::tp_outside<bias_free_layernorm<C, Eps>, R>);
+  using type = bias_free_layernorm<C, Eps>;
 };
-template <std::size_t C, std::size_t TP, bool SP, bool R>
-struct tp_shard<rmsnorm<C>, TP, SP, R> {
-  static_assert(detail::tp_outside<rmsnorm<C>, R>);
-  using type = rmsnorm<C>;
+template <std::size_t C, double Eps, std::size_t TP, bool SP, bool R>
+struct tp_shard<rmsnorm<C, Eps>, TP, SP, R> {
+  static_assert(detail::tp_outside<rmsnorm<C, Eps>, R>);
+  using type = rmsnorm<C, Eps>;
 };
 
 // A mixture of experts runs whole on every rank of the group (its experts, or under expert

@@ -206,10 +206,10 @@ void op_impl(ops::positional_backward_op<B, S, C>, const cuda_context& c, T* dwp
 }
 
 // ---- norms: statistics in f32 (the layers keep them in ops::stat_t, model/norm_stats.hpp) ----
-template <std::size_t N, std::size_t C, device_element T>
-void op_impl(ops::layernorm_forward_op<N, C>, const cuda_context& c, T* out, float* mean, float* rstd, const T* inp,
+template <std::size_t N, std::size_t C, double Eps, device_element T>
+void op_impl(ops::layernorm_forward_op<N, C, Eps>, const cuda_context& c, T* out, float* mean, float* rstd, const T* inp,
              const T* weight, const T* bias) {
-  check(k::launch_layernorm_forward<N, C>(c.stream, out, mean, rstd, inp, weight, bias), "layernorm_forward");
+  check(k::launch_layernorm_forward<N, C>(c.stream, out, mean, rstd, inp, weight, bias, float(Eps)), "layernorm_forward");
 }
 template <std::size_t N, std::size_t C, device_element T>
 void op_impl(ops::layernorm_backward_op<N, C>, const cuda_context& c, T* dinp, T* dweight, T* dbias, const T* dout,
@@ -218,9 +218,9 @@ void op_impl(ops::layernorm_backward_op<N, C>, const cuda_context& c, T* dinp, T
   check(k::launch_layernorm_backward<N, C>(c.stream, dinp, dweight, dbias, dout, inp, weight, mean, rstd, scratch),
         "layernorm_backward");
 }
-template <std::size_t N, std::size_t C, device_element T>
-void op_impl(ops::rmsnorm_forward_op<N, C>, const cuda_context& c, T* out, float* rstd, const T* inp, const T* weight) {
-  check(k::launch_rmsnorm_forward<N, C>(c.stream, out, rstd, inp, weight), "rmsnorm_forward");
+template <std::size_t N, std::size_t C, double Eps, device_element T>
+void op_impl(ops::rmsnorm_forward_op<N, C, Eps>, const cuda_context& c, T* out, float* rstd, const T* inp, const T* weight) {
+  check(k::launch_rmsnorm_forward<N, C>(c.stream, out, rstd, inp, weight, float(Eps)), "rmsnorm_forward");
 }
 template <std::size_t N, std::size_t C, device_element T>
 void op_impl(ops::rmsnorm_backward_op<N, C>, const cuda_context& c, T* dinp, T* dweight, const T* dout, const T* inp,

@@ -7,14 +7,15 @@ namespace weft::cuda::kernels {
 
 template <std::size_t N, std::size_t C, class T>
 cudaError_t launch_layernorm_forward(cudaStream_t s, T* out, float* mean, float* rstd, const T* inp, const T* weight,
-                                     const T* bias) {
-  return launch(s, make_layernorm_forward<N, C>(out, mean, rstd, inp, weight, bias));
+                                     const T* bias, float eps = layernorm_eps) {
+  return launch(s, make_layernorm_forward<N, C>(out, mean, rstd, inp, weight, bias, eps));
 }
 /// residual_out = inp + residual, then layernorm of it.
 template <std::size_t N, std::size_t C, class T>
 cudaError_t launch_residual_layernorm_forward(cudaStream_t s, T* residual_out, T* out, float* mean, float* rstd,
-                                              const T* inp, const T* residual, const T* weight, const T* bias) {
-  return launch(s, make_residual_layernorm_forward<N, C>(residual_out, out, mean, rstd, inp, residual, weight, bias));
+                                              const T* inp, const T* residual, const T* weight, const T* bias,
+                                              float eps = layernorm_eps) {
+  return launch(s, make_residual_layernorm_forward<N, C>(residual_out, out, mean, rstd, inp, residual, weight, bias, eps));
 }
 /// scratch: layernorm_backward_scratch_v<N, C> floats.
 template <std::size_t N, std::size_t C, class T>

@@ -20,7 +20,8 @@
 
 namespace weft::cuda::kernels {
 
-/// The epsilon inside the square root (as ops::layernorm_eps).
+/// The epsilon inside the square root by default (as ops::layernorm_eps); a kernel's `eps`
+/// member carries the model's (ops::layernorm_forward_op's Eps).
 inline constexpr float layernorm_eps = 1e-5f;
 
 /// out(N, C) = layernorm(x) w + b with x = inp, or x = inp + residual (then also written to
@@ -39,6 +40,7 @@ struct layernorm_forward_kernel {
   T* residual_out;    // inp + residual, when fused
   const T* weight;
   const T* bias;
+  float eps = layernorm_eps;
 
   struct shared {
     block_reduce_storage<threads, float> sum, sq;
@@ -82,7 +84,7 @@ struct layernorm_forward_kernel {
       }
       block_reduce_put(c, s.sq, sq, sum_op{});
     } else {
-      const float rs = 1.0f / math::sqrt(block_reduce_get(c, s.sq, sum_op{}) / float(C) + layernorm_eps);
+      const float rs = 1.0f / math::sqrt(block_reduce_get(c, s.sq, sum_op{}) / float(C) + eps);
       for (std::size_t it = 0; it < tiling::iters; ++it) {
         const std::size_t col = tiling::column(t, it);
         if (col >= C) continue;
@@ -341,15 +343,15 @@ struct layernorm_backward_kernels {
 /// out, mean, rstd = layernorm(inp) (see layernorm_forward_kernel).
 template <std::size_t N, std::size_t C, class T>
 layernorm_forward_kernel<N, C, T> make_layernorm_forward(T* out, float* mean, float* rstd, const T* inp,
-                                                         const T* weight, const T* bias) {
-  return {out, mean, rstd, inp, nullptr, nullptr, weight, bias};
+                                                         const T* weight, const T* bias, float eps = layernorm_eps) {
+  return {out, mean, rstd, inp, nullptr, nullptr, weight, bias, eps};
 }
 /// residual_out = inp + residual; out, mean, rstd = layernorm(residual_out).
 template <std::size_t N, std::size_t C, class T>
 layernorm_forward_kernel<N, C, T> make_residual_layernorm_forward(T* residual_out, T* out, float* mean, float* rstd,
                                                                   const T* inp, const T* residual, const T* weight,
-                                                                  const T* bias) {
-  return {out, mean, rstd, inp, residual, residual_out, weight, bias};
+                                                                  const T* bias, float eps = layernorm_eps) {
+  return {out, mean, rstd, inp, residual, residual_out, weight, bias, eps};
 }
 /// dinp, dweight, dbias += the gradients; scratch: layernorm_backward_scratch_v<N, C> floats.
 template <std::size_t N, std::size_t C, class T>

@@ -6,8 +6,9 @@
 namespace weft::cuda::kernels {
 
 template <std::size_t N, std::size_t C, class T>
-cudaError_t launch_rmsnorm_forward(cudaStream_t s, T* out, float* rstd, const T* inp, const T* weight) {
-  return launch(s, make_rmsnorm_forward<N, C>(out, rstd, inp, weight));
+cudaError_t launch_rmsnorm_forward(cudaStream_t s, T* out, float* rstd, const T* inp, const T* weight,
+                                   float eps = rmsnorm_eps) {
+  return launch(s, make_rmsnorm_forward<N, C>(out, rstd, inp, weight, eps));
 }
 /// scratch: rmsnorm_backward_scratch_v<N, C> floats.
 template <std::size_t N, std::size_t C, class T>

@@ -11,7 +11,8 @@
 
 namespace weft::cuda::kernels {
 
-/// The epsilon inside the square root (as ops::rmsnorm_eps).
+/// The epsilon inside the square root by default (as ops::rmsnorm_eps); a kernel's `eps` member
+/// carries the model's (ops::rmsnorm_forward_op's Eps).
 inline constexpr float rmsnorm_eps = 1e-5f;
 
 /// out(N, C) = inp * rstd * weight(C); rstd(N) in f32.
@@ -25,6 +26,7 @@ struct rmsnorm_forward_kernel {
   float* rstd;
   const T* inp;
   const T* weight;
+  float eps = rmsnorm_eps;
 
   struct shared {
     block_reduce_storage<threads, float> sq;
@@ -50,7 +52,7 @@ struct rmsnorm_forward_kernel {
       }
       block_reduce_put(c, s.sq, sq, sum_op{});
     } else {
-      const float rs = 1.0f / math::sqrt(block_reduce_get(c, s.sq, sum_op{}) / float(C) + rmsnorm_eps);
+      const float rs = 1.0f / math::sqrt(block_reduce_get(c, s.sq, sum_op{}) / float(C) + eps);
       for (std::size_t it = 0; it < tiling::iters; ++it) {
         const std::size_t col = tiling::column(t, it);
         if (col >= C) continue;
@@ -181,8 +183,9 @@ struct rmsnorm_backward_kernels {
 
 /// out, rstd = rmsnorm(inp).
 template <std::size_t N, std::size_t C, class T>
-rmsnorm_forward_kernel<N, C, T> make_rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight) {
-  return {out, rstd, inp, weight};
+rmsnorm_forward_kernel<N, C, T> make_rmsnorm_forward(T* out, float* rstd, const T* inp, const T* weight,
+                                                     float eps = rmsnorm_eps) {
+  return {out, rstd, inp, weight, eps};
 }
 /// dinp, dweight += the gradients; scratch: rmsnorm_backward_scratch_v<N, C> floats.
 template <std::size_t N, std::size_t C, class T>
