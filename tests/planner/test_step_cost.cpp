@@ -131,3 +131,48 @@ TEST_CASE("flash attention moves no (s, s) softmax through memory", "[planner][s
   s.flash = true;  // the flash kernels, whatever fused_attention says
   CHECK(estimate_step(md, 2048, s, c, unfused).seconds(cost_part::compute) == Approx(fused_compute));
 }
+
+TEST_CASE("a sliding window shortens the attention products of fused kernels only", "[planner][step]") {
+  // Mistral 7B's shape at a 32k sequence with a 4096-key window
+  model_desc whole = llama_desc(32, 4096, 32, 8, 32000, 32768, 14336);
+  model_desc windowed = whole;
+  windowed.window = 4096;
+  const cluster c = presets::h100_sxm(4);
+  strategy_desc s{};
+  s.tp = 8, s.pp = 1, s.dp = 4, s.micro = 1, s.microbatches = 8, s.flash = true;
+  const step_cost a = estimate_step(whole, 32768, s, c), w = estimate_step(windowed, 32768, s, c);
+  // the scores and context products cover 4096 keys of 32768: far less compute, and the model
+  // and hardware FLOPs fall with them
+  CHECK(w.seconds(cost_part::compute) < 0.6 * a.seconds(cost_part::compute));
+  CHECK(w.model_flops < a.model_flops);
+  CHECK(w.hardware_flops - w.model_flops < a.hardware_flops - a.model_flops);
+  // an unfused kernel forms the whole square and masks it: no saving in time
+  s.flash = false;
+  job_options unfused{};
+  unfused.fused_attention = false;
+  const step_cost ua = estimate_step(whole, 32768, s, c, unfused), uw = estimate_step(windowed, 32768, s, c, unfused);
+  CHECK(uw.seconds(cost_part::compute) == Approx(ua.seconds(cost_part::compute)));
+  // a window of the sequence or more changes nothing
+  model_desc long_window = whole;
+  long_window.window = 32768;
+  s.flash = true;
+  CHECK(estimate_step(long_window, 32768, s, c).step_seconds == Approx(a.step_seconds));
+}
+
+TEST_CASE("attention products use the head size apart from width / heads", "[planner][step]") {
+  // Qwen 3-like: 16 heads of 128 on a width of 1024 work in 2048 wide attention
+  model_desc narrow = llama_desc(28, 1024, 16, 8, 151936, 4096, 3072);
+  model_desc wide = narrow;
+  wide.head_dim = 128;
+  const cluster c = presets::h100_sxm(1);
+  strategy_desc s{};
+  s.tp = 1, s.pp = 1, s.dp = 8, s.micro = 4, s.microbatches = 1;
+  // the scores and context products: heads of 128 against heads of 64, twice the FLOPs (at a
+  // better GEMM efficiency, so less than twice the time)
+  const double wide_core = detail::layer_forward_gemm_seconds(wide, 4096, s, c.peak_flops_16, gpu_gemm_curve(), true, 4096);
+  const double narrow_core = detail::layer_forward_gemm_seconds(narrow, 4096, s, c.peak_flops_16, gpu_gemm_curve(), true, 4096);
+  CHECK(wide_core > 1.3 * narrow_core);
+  // and the projections in and out of the 2048-wide attention: more compute per step
+  CHECK(estimate_step(wide, 4096, s, c).seconds(cost_part::compute) >
+        1.15 * estimate_step(narrow, 4096, s, c).seconds(cost_part::compute));
+}

@@ -32,9 +32,12 @@
 // rank (replicated, tp_shard): each tp rank routes all the micro-batch's tokens through the
 // router and k experts a token, and exchanges them with the ep peers of its tp index.
 //
-// The GEMM shapes per layer and micro-batch (m = b·s tokens, t = tp, d = h/heads):
-//   QKV (m, (h + 2·kv·d)/t, h), scores b·a/t × (s, s, d), context b·a/t × (s, d, s),
-//   projection (m, h, h/t), MLP up (m, f/t (2f/t gated), h), down (m, h, f/t).
+// The GEMM shapes per layer and micro-batch (m = b·s tokens, t = tp, d = the head size, h/heads
+// unless head_dim says, q = a·d, w = the keys a query sees: s, or a sliding window shorter than
+// s when the attention is fused (flash-style kernels skip the blocks outside the band; an unfused
+// one forms the whole (s, s) square and masks it)):
+//   QKV (m, (q + 2·kv·d)/t, h), scores b·a/t × (s, w, d), context b·a/t × (s, d, w),
+//   projection (m, h, q/t), MLP up (m, f/t (2f/t gated), h), down (m, h, f/t).
 // Elementwise traffic per layer forward (read + write, e bytes each): norms, residuals and
 // dropouts 12·h per token (÷t with sp), the MLP activation 4·f/t (6 gated), and, without a
 // fused (flash) attention kernel, the softmax 4·s·a/t per token (never with the flash_attention
@@ -93,17 +96,19 @@ namespace detail {
 
 // Seconds of the GEMMs of one layer's forward for one micro-batch on one tensor-parallel rank;
 // `attention_only`: the scores and context products alone (what selective recompute repeats).
+// `keys`: the keys a query's products cover (layer_keys).
 constexpr double layer_forward_gemm_seconds(const model_desc& md, std::size_t seq, const strategy_desc& s, double peak,
-                                            const gemm_curve& c, bool attention_only) noexcept {
+                                            const gemm_curve& c, bool attention_only, std::size_t keys) noexcept {
   const double t = static_cast<double>(s.tp), h = static_cast<double>(md.width), sq = static_cast<double>(seq);
-  const double m = static_cast<double>(s.micro) * sq, d = h / static_cast<double>(md.heads);
+  const double q = static_cast<double>(md.attention_width()), w = static_cast<double>(keys);
+  const double m = static_cast<double>(s.micro) * sq, d = q / static_cast<double>(md.heads);
   const double heads_rank = static_cast<double>(md.heads) / t;
   const double batched = static_cast<double>(s.micro) * heads_rank;
-  double sec = gemm_seconds(sq, sq, d, peak, c, batched) + gemm_seconds(sq, d, sq, peak, c, batched);
+  double sec = gemm_seconds(sq, w, d, peak, c, batched) + gemm_seconds(sq, d, w, peak, c, batched);
   if (attention_only) return sec;
   const double kv = static_cast<double>(md.kv_heads) * d, f = static_cast<double>(md.ffn);
-  sec += gemm_seconds(m, (h + 2 * kv) / t, h, peak, c);
-  sec += gemm_seconds(m, h, h / t, peak, c);
+  sec += gemm_seconds(m, (q + 2 * kv) / t, h, peak, c);
+  sec += gemm_seconds(m, h, q / t, peak, c);
   if (md.experts > 0) {
     // A mixture of experts, whole on every tp rank (tp_shard replicates it), for all the
     // micro-batch's tokens: the router (m, E, h), then k routed rows a token through an expert's
@@ -137,6 +142,13 @@ constexpr double layer_forward_elementwise_bytes(const model_desc& md, std::size
 
 constexpr double max0(double x) noexcept { return x > 0 ? x : 0; }
 
+// The keys each query's attention products cover: a sliding window shorter than the sequence
+// when the kernels are fused (they skip the band's outside), else the whole sequence.
+constexpr std::size_t layer_keys(const model_desc& md, std::size_t seq, const strategy_desc& s,
+                                 const job_options& o) noexcept {
+  return o.fused_attention || s.flash ? md.attention_span(seq) : seq;
+}
+
 }  // namespace detail
 
 /// The predicted step of strategy `s` for `md` at sequence length `seq` on cluster `c`
@@ -160,9 +172,10 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double t = static_cast<double>(s.tp);
 
   // ---- compute per micro-batch (fwd + bwd = 3 × fwd), and its recomputation ----
-  const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false) +
+  const std::size_t keys = detail::layer_keys(md, seq, s, o);
+  const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false, keys) +
                      detail::layer_forward_elementwise_bytes(md, seq, s, o, false) / c.memory_bandwidth;
-  const double attn = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true) +
+  const double attn = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) +
                       detail::layer_forward_elementwise_bytes(md, seq, s, o, true) / c.memory_bandwidth;
   // The embedding is a look-up; the head's GEMM (m, vocab/t, h), forward and backward, runs on
   // the last stage, which it makes the slowest: the pipeline moves at that stage's pace.
@@ -175,7 +188,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // device classes: m0 = n0 = k0), so half of the attention-only GEMM seconds. Assumed: the
   // softmax's exponentials are not priced (as in the forward) and run on the tile on chip, no
   // (s, s) traffic; the causal half is priced whole, like the forward's products.
-  const double scores = s.flash ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true) / 2 : 0;
+  const double scores = s.flash ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) / 2 : 0;
   const bool drops_scores = s.recompute == recompute_kind::selective && !s.flash;  // selective + flash = flash alone
   const double t_rc = ((s.recompute == recompute_kind::full ? fwd : drops_scores ? attn : 0) + scores) * layers;
 
@@ -252,12 +265,14 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
 
   const double tokens = static_cast<double>(s.dp * s.ep * s.microbatches * s.micro * seq);  // every rank of an expert group brings its own
   r.model_flops = md.flops_per_token(seq) * tokens;
-  // recomputed FLOPs per token: the forward (full) or the attention core, 4·h·s a layer (selective),
-  // plus with flash the scores, 2·h·s a layer
+  // recomputed FLOPs per token: the forward (full) or the attention core, 4·q·w a layer (selective),
+  // plus with flash the scores, 2·q·w a layer (q = heads · head size, w = the keys a query sees,
+  // as the model FLOPs count them)
+  const double qw = static_cast<double>(md.attention_width() * md.attention_span(seq));
   const double rc_per_token = (s.recompute == recompute_kind::full
-                                   ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * h * sq)
-                                   : drops_scores ? static_cast<double>(md.depth) * 4 * h * sq : 0) +
-                              (s.flash ? static_cast<double>(md.depth) * 2 * h * sq : 0);
+                                   ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * qw)
+                                   : drops_scores ? static_cast<double>(md.depth) * 4 * qw : 0) +
+                              (s.flash ? static_cast<double>(md.depth) * 2 * qw : 0);
   r.hardware_flops = r.model_flops + rc_per_token * tokens;
   return r;
 }
