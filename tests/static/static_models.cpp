@@ -4,6 +4,7 @@
 #include <weft/parallel/plan.hpp>
 
 #include <cstddef>
+#include <string_view>
 #include <type_traits>
 
 namespace {
@@ -111,6 +112,9 @@ using qwen25_05b = llama<llama_config<vocab<151936>, context<32768>, width<896>,
 using qwen3_06b = llama<llama_config<vocab<151936>, context<40960>, width<1024>, heads<16>, kv_heads<8>, head_dim<128>,
                                      depth<28>, ffn<3072>, rope_theta<1000000>, query_key_norm<>, tie_word_embeddings<>,
                                      norm_eps<1e-6>>>;
+using pythia_70m = gpt_neox<neox_config<vocab<50304>, context<2048>, width<512>, heads<8>, depth<6>>>;
+using pythia_160m = gpt_neox<neox_config<vocab<50304>, context<2048>, width<768>, heads<12>, depth<12>>>;
+using pythia_1b = gpt_neox<neox_config<vocab<50304>, context<2048>, width<2048>, heads<8>, depth<16>>>;
 // example-end ready-models
 static_assert(llama3_8b::param_count == 8030261248);  // Meta-Llama-3-8B as Hugging Face counts it
 static_assert(llama3_8b::config::rope_theta == 500000 && tiny_llama::config::rope_theta == 10000);
@@ -146,6 +150,26 @@ static_assert(language_model<gpt2_124m> && gpt2_124m::param_count == 124439808);
 static_assert(language_model<tiny_llama> && tiny_llama::ffn == 5504);  // 8/3 * 2048, rounded up to 64
 static_assert(tiny_llama::param_count == 2 * 32000 * 2048 + 2048 +
                                          22 * (2 * 2048 + 2048 * 40 * 64 + 2048 * 2048 + 3 * 2048 * 5504));
+// Pythia (EleutherAI/pythia-*): untied embed_in and embed_out, 12·C² + 13·C per parallel block
+// (two LayerNorms with biases, qkv and dense with biases, a 4·C MLP with biases), a final LayerNorm
+static_assert(language_model<pythia_70m> && pythia_70m::param_count == 70426624);
+static_assert(pythia_160m::param_count == 162322944);
+static_assert(pythia_1b::param_count == 1011781632);
+static_assert(pythia_1b::param_count == 2 * 50304 * 2048 + 16 * (12 * 2048 * 2048 + 13 * 2048) + 2 * 2048);
+static_assert(pythia_70m::ffn == 2048 && pythia_70m::head_dim == 64 && pythia_1b::head_dim == 256);
+// rotary_pct 0.25: a quarter of each head rotates, base 10000
+static_assert(pythia_70m::config::rotary_dims == 16 && pythia_1b::config::rotary_dims == 64);
+static_assert(std::is_same_v<typename pythia_1b::config::block_position, rotary<10000, 64>>);
+static_assert(pythia_70m::lookup_param_count == 50304 * 512 && pythia_70m::kv_heads == 8);
+static_assert(std::string_view(pythia_70m::family) == "gpt_neox");
+// The parameter names of transformers' GPT-NeoX map onto these (io/hf_neox.hpp)
+static_assert(pythia_70m::find_param("embed.weight") == 0);
+static_assert(pythia_70m::find_param("layers.0.ln_1.weight") == 50304 * 512);
+static_assert(pythia_70m::find_param("layers.0.ln_1.bias") == 50304 * 512 + 512);
+static_assert(pythia_70m::find_param("layers.0.attn.c_attn.weight") == 50304 * 512 + 2 * 512);
+static_assert(pythia_70m::find_param("layers.0.ln_2.weight") != npos_param &&
+              pythia_70m::find_param("layers.5.mlp.c_proj.bias") != npos_param &&
+              pythia_70m::find_param("norm.bias") != npos_param && pythia_70m::find_param("head.weight") != npos_param);
 }  // namespace ready
 
 // ---- the plan over them ----

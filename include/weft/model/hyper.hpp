@@ -98,4 +98,20 @@ template <class Scaling> struct rope_scaling {
   using type = Scaling;
 };
 
+// ---- GPT-NeoX's tags (appended: the tags above keep their order) ----
+namespace detail {
+struct rotary_pct_tag {};
+}  // namespace detail
+
+/// The fraction of each attention head the rotary embedding turns (the configs' `rotary_pct`):
+/// the first int(head size · P) elements of every query and key head rotate, the rest pass
+/// through (GPT-NeoX's partial rotary). rotary_pct<0.25> for Pythia and GPT-NeoX-20B, which
+/// neox_config takes by default; rotary_pct<1.0> rotates the whole head.
+template <double P> struct rotary_pct {
+  using tag = detail::rotary_pct_tag;
+  using type = rotary_pct;
+  static constexpr std::size_t value = 0;
+  static constexpr double pct = P;
+};
+
 }  // namespace weft
