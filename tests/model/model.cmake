@@ -59,7 +59,10 @@ foreach(stem IN ITEMS layer_missing_in_width layer_missing_out_width layer_missi
                       recompute_selective_opaque_layer plan_user_layer_without_tp_form
                       moe_topk_exceeds_experts moe_unknown_option moe_experts_not_divisible_by_ep
                       moe_gpt_width_mismatch plan_expert_parallel_without_moe plan_experts_not_divisible_by_ep
-                      make_training_step_ep_without_all_to_all distributed_step_ep_without_all_to_all)
+                      make_training_step_ep_without_all_to_all distributed_step_ep_without_all_to_all
+                      neox_config_missing_hyper_parameter neox_width_not_divisible_by_heads neox_config_llama_tag
+                      neox_norm_eps_out_of_range neox_rope_theta_below_two neox_rotary_pct_out_of_range
+                      neox_rotary_dims_odd)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fail/${stem}.cpp)
     add_test(NAME fail_once.${stem}
              COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/fail/${stem}.cpp

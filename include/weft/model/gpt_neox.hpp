@@ -76,6 +76,7 @@ struct neox_config {
   static constexpr std::size_t block_heads = shape_ok ? heads : 1;
   static constexpr std::size_t block_rotary_dims = shape_ok ? rotary_dims : 0;
   static constexpr double block_norm_eps = norm_eps_valid ? norm_epsilon : 1e-5;
+  static constexpr std::size_t block_depth = depth > 0 ? depth : 1;
   using block_position = std::conditional_t<shape_ok, rotary<rope_theta_valid ? rope_theta : 10000, block_rotary_dims>, no_rope>;
 };
 
@@ -94,7 +95,7 @@ using neox_block = residual<branch_sum<sequential<named<"ln_1", layernorm<Cfg::w
 
 template <class Cfg>
 using neox_body = sequential<named<"embed", token_embedding<Cfg::vocab_size, Cfg::width>>,
-                             named<"layers", repeat<Cfg::depth, neox_block<Cfg>>>,
+                             named<"layers", repeat<Cfg::block_depth, neox_block<Cfg>>>,
                              named<"norm", layernorm<Cfg::width, Cfg::block_norm_eps>>,
                              named<"head", lm_head<Cfg::vocab_size, Cfg::width, untied>>>;
 }  // namespace detail

@@ -1,0 +1,4 @@
+// expect: weft::neox_config: a hyper-parameter is missing or zero
+#include "weft/model/gpt_neox.hpp"
+using m = weft::gpt_neox<weft::neox_config<weft::vocab<16>, weft::context<8>, weft::width<32>, weft::heads<2>>>;
+static_assert(m::param_count > 0);
