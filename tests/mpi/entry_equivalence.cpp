@@ -5,7 +5,7 @@
 // pipeline's micro-batches, or the gradient-accumulation count). After several steps the loss
 // and the gradient norm of every step must agree on every rank. An unknown preset, model or
 // dtype ends the run with one line and status 2 (no fallback to a default strategy).
-//   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama|llama-variant|gemma-like> <f64|f32> [steps]
+//   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama|llama-variant|gemma-like|neox> <f64|f32> [steps]
 //   mpirun -np 1 mpi_entry_equivalence --list
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
@@ -47,6 +47,10 @@ struct gemma_variant_t
                                head_dim = 6, ffn = 24;
   static constexpr std::size_t lookup_param_count = 0;
 };
+// GPT-NeoX (neox): parallel-residual blocks of two LayerNorms, attention with biases and half of
+// each head of 4 rotating, a GELU MLP with biases, an untied head
+template <std::size_t Depth>
+using neox_t = gpt_neox<neox_config<vocab<32>, context<8>, width<16>, heads<4>, depth<Depth>, rotary_pct<0.5>>>;
 constexpr std::size_t B = 2, S = 8;  // per rank: micro-batches of 2 sequences of 8 tokens
 constexpr std::size_t K = 2;         // micro-batches per step when there is no pipeline
 
@@ -213,6 +217,17 @@ bool dispatch_gemma(mpi_communicator& world, std::string_view p, std::size_t ste
   return true;
 }
 
+// GPT-NeoX (f64): the two branches of each parallel block (each with its own norm) under tensor,
+// sequence and pipeline parallelism and ZeRO-3.
+bool dispatch_neox(mpi_communicator& world, std::string_view p, std::size_t steps, double tol) {
+  const std::string n(p);
+  if (p == "zero3") run<neox_t<4>, double, dp_s<3>>(world, n, steps, tol);
+  else if (p == "tp2-pp2") run<neox_t<4>, double, tp_pp_s<one_f_one_b, 1>>(world, n, steps, tol);
+  else if (p == "tp2-sp-pp2") run<neox_t<4>, double, tp_sp_pp_s<one_f_one_b>>(world, n, steps, tol);
+  else return false;
+  return true;
+}
+
 constexpr const char* presets =
     "dp zero1 zero2 zero3 tp2 tp2-sp tp4 tp4-sp-zero2 pp2-gpipe pp2-1f1b pp2-interleaved pp2-1f1b-zero2 pp4-1f1b "
     "pp4-interleaved3 tp2-pp2 tp2-pp2-gpipe-zero2 tp2-recompute-full tp2-sp-recompute-selective pp2-recompute-full "
@@ -221,6 +236,7 @@ constexpr const char* presets =
 constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2 tp2-sp-pp2 tp2-sp-pp2-flash";
 constexpr const char* variant_presets = "zero3 pp2-interleaved tp2-pp2 tp2-sp-pp2 tp2-sp-pp2-flash";
 constexpr const char* gemma_presets = "zero3 tp2-sp-pp2";
+constexpr const char* neox_presets = "zero3 tp2-pp2 tp2-sp-pp2";
 
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
@@ -232,23 +248,24 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "", model = argc > 2 ? argv[2] : "", dtype = argc > 3 ? argv[3] : "";
   char* end = nullptr;
   const std::size_t steps = argc > 4 ? std::strtoul(argv[4], &end, 10) : 4;
-  const bool args_ok = argc >= 4 && argc <= 5 && (model == "gpt" || model == "llama" || model == "llama-variant" || model == "gemma-like") &&
+  const bool args_ok = argc >= 4 && argc <= 5 && (model == "gpt" || model == "llama" || model == "llama-variant" || model == "gemma-like" || model == "neox") &&
                        (dtype == "f64" || dtype == "f32") && (argc == 4 || (*end == '\0' && steps > 0));
   collective_check(world, args_ok,
-                   "entry_equivalence: usage: <preset> <gpt|llama|llama-variant|gemma-like> <f64|f32> [steps > 0]; got '" + preset + " " + model +
+                   "entry_equivalence: usage: <preset> <gpt|llama|llama-variant|gemma-like|neox> <f64|f32> [steps > 0]; got '" + preset + " " + model +
                        " " + dtype + "'",
                    2);
   const double tol = dtype == "f64" ? 1e-10 : 2e-5;
   bool known = false;
   if (model == "llama-variant") known = dtype == "f64" && dispatch_variant(world, preset, steps, tol);
   else if (model == "gemma-like") known = dtype == "f64" && dispatch_gemma(world, preset, steps, tol);
+  else if (model == "neox") known = dtype == "f64" && dispatch_neox(world, preset, steps, tol);
   else if (model == "gpt" && dtype == "f64") known = dispatch_all<gpt_t, double>(world, preset, steps, tol);
   else if (model == "gpt") known = dispatch_core<gpt_t, float>(world, preset, steps, tol);
   else if (dtype == "f64") known = dispatch_core<llama_t, double>(world, preset, steps, tol);
   else known = dispatch_core<llama_t, float>(world, preset, steps, tol);
   collective_check(world, known,
                    "entry_equivalence: unknown preset '" + preset + "' for " + model + " " + dtype + " (gpt f64: " +
-                       presets + "; llama-variant f64: " + variant_presets + "; gemma-like f64: " + gemma_presets + "; otherwise: " + core_presets + ")",
+                       presets + "; llama-variant f64: " + variant_presets + "; gemma-like f64: " + gemma_presets + "; neox f64: " + neox_presets + "; otherwise: " + core_presets + ")",
                    2);
   return test::finish(world, ("entry_equivalence " + preset + " " + model + " " + dtype).c_str());
 }
