@@ -214,6 +214,18 @@ void activation_cases(std::mt19937& rng) {
   launched(k::launch_gelu_backward<N>(nullptr, dd.p, dx.p, dg.p), "gelu_backward");
   ref_gelu_backward<N>(rd.data(), widen(x).data(), widen(g).data());
   check("gelu_backward", dd.get(), rd, 4);
+  {  // the exact (erf) form: GPT-NeoX, BERT
+    constexpr auto erf = weft::gelu_form::erf;
+    dbuf<T> ey(N), ed(d);
+    std::vector<double> rey(N);
+    auto red = widen(d);
+    launched(k::launch_gelu_forward<N, erf>(nullptr, ey.p, dx.p), "gelu_forward erf");
+    weft::ops::gelu_forward<N, erf>(host, rey.data(), widen(x).data());
+    check("gelu_forward erf", ey.get(), rey, 4);
+    launched(k::launch_gelu_backward<N, erf>(nullptr, ed.p, dx.p, dg.p), "gelu_backward erf");
+    weft::ops::gelu_backward<N, erf>(host, red.data(), widen(x).data(), widen(g).data());
+    check("gelu_backward erf", ed.get(), red, 4);
+  }
   launched(k::launch_residual_forward<N>(nullptr, dy.p, dx.p, dg.p), "residual_forward");
   ref_residual_forward<N>(ry.data(), widen(x).data(), widen(g).data());
   check("residual_forward", dy.get(), ry, 1);

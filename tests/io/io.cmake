@@ -7,13 +7,17 @@
 #                                     Conv1D layouts and forward pass
 #   train.hf_llama_crosscheck         load_hf_weights/save_hf_weights against transformers'
 #                                     LLaMA-family names, shards and forward pass
-# Both exit 77 (skip) without numpy/safetensors.
+#   train.hf_neox_crosscheck          the gpt_neox overloads against transformers' GPT-NeoX names,
+#                                     query_key_value's per-head rows and forward pass (Pythia)
+# All exit 77 (skip) without numpy/safetensors.
 add_executable(safetensors_write_sample ${CMAKE_CURRENT_LIST_DIR}/safetensors_write_sample.cpp)
 target_link_libraries(safetensors_write_sample PRIVATE weft::weft)
 add_executable(gpt2_checkpoint_sample ${CMAKE_CURRENT_LIST_DIR}/gpt2_checkpoint_sample.cpp)
 target_link_libraries(gpt2_checkpoint_sample PRIVATE weft::host)
 add_executable(hf_llama_sample ${CMAKE_CURRENT_LIST_DIR}/hf_llama_sample.cpp)
 target_link_libraries(hf_llama_sample PRIVATE weft::host)
+add_executable(hf_neox_sample ${CMAKE_CURRENT_LIST_DIR}/hf_neox_sample.cpp)
+target_link_libraries(hf_neox_sample PRIVATE weft::host)
 
 find_program(WEFT_PYTHON python3)
 if(WEFT_PYTHON)
@@ -26,7 +30,11 @@ if(WEFT_PYTHON)
   add_test(NAME train.hf_llama_crosscheck
            COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_llama_crosscheck.py all
                    $<TARGET_FILE:hf_llama_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_llama_crosscheck)
-  set_tests_properties(train.safetensors_crosscheck train.gpt2_checkpoint_crosscheck train.hf_llama_crosscheck PROPERTIES
+  add_test(NAME train.hf_neox_crosscheck
+           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_neox_crosscheck.py all
+                   $<TARGET_FILE:hf_neox_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_neox_crosscheck)
+  set_tests_properties(train.safetensors_crosscheck train.gpt2_checkpoint_crosscheck train.hf_llama_crosscheck
+                       train.hf_neox_crosscheck PROPERTIES
                        LABELS train SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
 else()

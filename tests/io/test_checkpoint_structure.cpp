@@ -120,6 +120,9 @@ TEST_CASE("structure text and hash tell builds apart that have the same tensors"
         "causal_attention(heads=4,kv_heads=2,head_size=8,rope(base=500000,dims=8,llama3_scaling=8/1/4/8192))[64->32]{}");
   CHECK(structure_of<linear<C, C, role::column>>() != structure_of<linear<C, C, role::row>>());
   CHECK(structure_of<layernorm<C>>() != structure_of<bias_free_layernorm<C>>());
+  // the GELU's form is part of it (the exact erf form is another function than GPT-2's tanh one)
+  CHECK(structure_of<gelu<C>>() == "gelu_tanh[16->16]{}");
+  CHECK(structure_of<gelu<C, gelu_form::erf>>() == "gelu_erf[16->16]{}");
   // a norm's epsilon changes what it computes; the default keeps the old text
   CHECK(structure_of<rmsnorm<C>>() == "rmsnorm[16->16]{weight:16:replicated}");
   CHECK(structure_of<rmsnorm<C, 1e-6>>() == "rmsnorm(eps=1e-06)[16->16]{weight:16:replicated}");

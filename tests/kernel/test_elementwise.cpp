@@ -13,13 +13,16 @@
 namespace k = weft::cuda::kernels;
 using weft::bf16;
 
+#include <algorithm>
+#include <cmath>
+
 namespace {
 // ---- adapters: one line each to follow a host-op signature change ----
-template <std::size_t N>
-void ref_gelu_forward(double* out, const double* in) { weft::ops::gelu_forward<N>(weft::host_context{}, out, in); }
-template <std::size_t N>
+template <std::size_t N, weft::gelu_form Form = weft::gelu_form::tanh>
+void ref_gelu_forward(double* out, const double* in) { weft::ops::gelu_forward<N, Form>(weft::host_context{}, out, in); }
+template <std::size_t N, weft::gelu_form Form = weft::gelu_form::tanh>
 void ref_gelu_backward(double* din, const double* in, const double* dout) {
-  weft::ops::gelu_backward<N>(weft::host_context{}, din, in, dout);
+  weft::ops::gelu_backward<N, Form>(weft::host_context{}, din, in, dout);
 }
 template <std::size_t N, std::size_t H>
 void ref_swiglu_forward(double* out, const double* in) { weft::ops::swiglu_forward<N, H>(weft::host_context{}, out, in); }
@@ -58,6 +61,29 @@ TEMPLATE_TEST_CASE("gelu forward and backward", "[kernel][gelu]", float, bf16) {
   k::emulate_launch(k::make_gelu_backward<N>(dx.data(), x.data(), dy.data()));
   ref_gelu_backward<N>(rdx.data(), rx.data(), rdy.data());
   kcheck::check("gelu_backward", dx, rdx, 4);
+}
+
+TEMPLATE_TEST_CASE("exact (erf) gelu forward and backward", "[kernel][gelu]", float, bf16) {
+  using T = TestType;
+  constexpr auto erf = weft::gelu_form::erf;
+  constexpr std::size_t N = 4 * 3 * 128 + 8;
+  std::mt19937 rng(12);
+  auto x = kcheck::random<T>(N, rng, -6, 6), dy = kcheck::random<T>(N, rng), dx = kcheck::random<T>(N, rng);
+  std::vector<T> y(N);
+  k::emulate_launch(k::make_gelu_forward<N, erf>(y.data(), x.data()));
+  const auto rx = kcheck::widen(x), rdy = kcheck::widen(dy);
+  std::vector<double> ry(N), ry_tanh(N);
+  ref_gelu_forward<N, erf>(ry.data(), rx.data());
+  kcheck::check("gelu_forward erf", y, ry, 4);
+  // the tanh form is another function: the kernel must not have computed it
+  ref_gelu_forward<N>(ry_tanh.data(), rx.data());
+  double apart = 0;
+  for (std::size_t i = 0; i < N; ++i) apart = std::max(apart, std::abs(ry[i] - ry_tanh[i]));
+  CHECK(apart > 1e-4);
+  auto rdx = kcheck::widen(dx);
+  k::emulate_launch(k::make_gelu_backward<N, erf>(dx.data(), x.data(), dy.data()));
+  ref_gelu_backward<N, erf>(rdx.data(), rx.data(), rdy.data());
+  kcheck::check("gelu_backward erf", dx, rdx, 4);
 }
 
 TEMPLATE_TEST_CASE("swiglu forward and backward", "[kernel][swiglu]", float, bf16) {

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace weft;
@@ -197,9 +198,13 @@ TEST_CASE("GPT-NeoX's tensor-parallel shard, plan and planner description", "[mo
   STATIC_REQUIRE(tp_pp::bytes_per_rank > 0);
 }
 
-TEST_CASE("GPT-NeoX's structure text names its parts", "[model][gpt_neox]") {
+TEST_CASE("GPT-NeoX's structure text names its parts, the exact GELU among them", "[model][gpt_neox]") {
+  STATIC_REQUIRE(std::is_same_v<detail::neox_mlp<tiny_cfg>,
+                                gelu_mlp<16, 64, true, export_layout::as_is, gelu_form::erf>>);
   const std::string text = structure_of<tiny_neox>();
   INFO(text);
   CHECK(text.find("sum(") != std::string::npos);      // the parallel branches
   CHECK(text.find("layernorm") != std::string::npos);
+  CHECK(text.find("gelu_erf") != std::string::npos);   // the exact GELU, hidden_act "gelu"
+  CHECK(text.find("gelu_tanh") == std::string::npos);
 }

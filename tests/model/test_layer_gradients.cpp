@@ -89,7 +89,10 @@ TEST_CASE("linear gradients", "[model][gradients]") {
   SECTION("without bias") { check_layer_gradients<linear<C, 6, role::column, false>, 2, 3>(); }
 }
 
-TEST_CASE("gelu gradients", "[model][gradients]") { check_layer_gradients<gelu<C>, 2, 3>(); }
+TEST_CASE("gelu gradients", "[model][gradients]") {
+  check_layer_gradients<gelu<C>, 2, 3>();
+  check_layer_gradients<gelu<C, gelu_form::erf>, 2, 3>();
+}
 
 TEST_CASE("swiglu gradients", "[model][gradients]") { check_layer_gradients<swiglu<4>, 2, 3>(); }
 
@@ -145,7 +148,10 @@ TEST_CASE("attention gradients", "[model][gradients]") {
   SECTION("grouped-query, rope, no biases") { check_layer_gradients<attention<C, 4, 2, rope, false>, 2, 4>(); }
 }
 
-TEST_CASE("gelu_mlp gradients", "[model][gradients]") { check_layer_gradients<gelu_mlp<C, 4 * C>, 2, 3>(); }
+TEST_CASE("gelu_mlp gradients", "[model][gradients]") {
+  check_layer_gradients<gelu_mlp<C, 4 * C>, 2, 3>();
+  check_layer_gradients<gelu_mlp<C, 4 * C, true, export_layout::as_is, gelu_form::erf>, 2, 3>();
+}
 
 TEST_CASE("swiglu_mlp gradients", "[model][gradients]") { check_layer_gradients<swiglu_mlp<C, 12>, 2, 3>(); }
 

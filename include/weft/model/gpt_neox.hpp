@@ -10,6 +10,7 @@
 // use_parallel_residual = true (every published GPT-NeoX and Pythia checkpoint);
 // io/hf_neox.hpp maps the names.
 #include "weft/core/diagnostics.hpp"         // diag::divisible
+#include "weft/core/gelu_form.hpp"           // gelu_form::erf
 #include "weft/model/attention.hpp"          // attention
 #include "weft/model/hyper.hpp"              // vocab, context, width, heads, depth, ffn, rope_theta, norm_eps, rotary_pct
 #include "weft/model/layernorm.hpp"          // layernorm
@@ -84,9 +85,9 @@ namespace detail {
 // attention.query_key_value / attention.dense (both with biases), rotary inside.
 template <class Cfg>
 using neox_attention = attention<Cfg::width, Cfg::block_heads, Cfg::block_heads, typename Cfg::block_position, true>;
-// mlp.dense_h_to_4h -> GELU -> mlp.dense_4h_to_h, with biases.
+// mlp.dense_h_to_4h -> GELU, exact (erf: transformers' hidden_act "gelu") -> mlp.dense_4h_to_h, with biases.
 template <class Cfg>
-using neox_mlp = gelu_mlp<Cfg::width, Cfg::ffn, true, export_layout::as_is>;
+using neox_mlp = gelu_mlp<Cfg::width, Cfg::ffn, true, export_layout::as_is, gelu_form::erf>;
 
 // x + attn(ln_1(x)) + mlp(ln_2(x)): each branch normalises the same x with its own LayerNorm.
 template <class Cfg>

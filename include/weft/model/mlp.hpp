@@ -10,9 +10,11 @@
 
 namespace weft {
 
-/// width -> F (column-parallel) -> GELU -> width (row-parallel). Names: c_fc, c_proj.
-template <std::size_t C, std::size_t F, bool Bias = true, export_layout Export = export_layout::as_is>
-using gelu_mlp = sequential<named<"c_fc", linear<C, F, role::column, Bias, init::normal<20>, Export>>, gelu<F>,
+/// width -> F (column-parallel) -> GELU -> width (row-parallel). Names: c_fc, c_proj. `Form`: the
+/// GELU's (tanh, GPT-2's, by default; gelu_form::erf for GPT-NeoX and BERT).
+template <std::size_t C, std::size_t F, bool Bias = true, export_layout Export = export_layout::as_is,
+          gelu_form Form = gelu_form::tanh>
+using gelu_mlp = sequential<named<"c_fc", linear<C, F, role::column, Bias, init::normal<20>, Export>>, gelu<F, Form>,
                             named<"c_proj", linear<F, C, role::row, Bias, init::normal_residual<20>, Export>>>;
 
 /// width -> [gate | up] (2F, column-parallel) -> silu(gate)·up -> width (row-parallel), no biases.

@@ -100,9 +100,9 @@ template <std::size_t C, double Eps>
 struct structure_leaf_kind<rmsnorm<C, Eps>> {
   static std::string text() { return cat("rmsnorm", eps_text<Eps, ops::rmsnorm_eps>()); }
 };
-template <std::size_t C>
-struct structure_leaf_kind<gelu<C>> {
-  static std::string text() { return "gelu_tanh"; }
+template <std::size_t C, gelu_form Form>
+struct structure_leaf_kind<gelu<C, Form>> {
+  static std::string text() { return Form == gelu_form::erf ? "gelu_erf" : "gelu_tanh"; }
 };
 template <std::size_t H, gate_kind Kind>
 struct structure_leaf_kind<gated_unit<H, Kind>> {

@@ -197,11 +197,11 @@ struct tp_shard<flash_attention_core<H, KVH, D, Pos, W>, TP, SP, R> {
   using checked = tp_shard_t<causal_attention<H, KVH, D, Pos, W>, TP, SP, R>;  // the same checks as attention's
   using type = flash_attention_core<(H % TP == 0 ? H / TP : 1), (KVH % TP == 0 ? KVH / TP : 1), D, Pos, W>;
 };
-template <std::size_t F, std::size_t TP, bool SP, bool R>
-struct tp_shard<gelu<F>, TP, SP, R> {
+template <std::size_t F, gelu_form Form, std::size_t TP, bool SP, bool R>
+struct tp_shard<gelu<F, Form>, TP, SP, R> {
   static constexpr bool ffn_divisible = diag::divisible<F, (R ? TP : 1)>;
   static_assert(ffn_divisible, "weft::tensor_parallel: the MLP's hidden width (ffn) is not divisible by tp. Choose a tp that divides ffn.");
-  using type = std::conditional_t<R, gelu<(ffn_divisible ? F / TP : 1)>, gelu<F>>;  // outside a region: elementwise, replicated
+  using type = std::conditional_t<R, gelu<(ffn_divisible ? F / TP : 1), Form>, gelu<F, Form>>;  // outside a region: elementwise, replicated
 };
 template <std::size_t F, gate_kind Kind, std::size_t TP, bool SP, bool R>
 struct tp_shard<gated_unit<F, Kind>, TP, SP, R> {  // swiglu, geglu

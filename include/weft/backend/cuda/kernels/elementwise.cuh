@@ -5,13 +5,13 @@
 
 namespace weft::cuda::kernels {
 
-template <std::size_t N, class T>
+template <std::size_t N, gelu_form Form = gelu_form::tanh, class T>
 cudaError_t launch_gelu_forward(cudaStream_t s, T* out, const T* inp) {
-  return launch(s, make_gelu_forward<N>(out, inp));
+  return launch(s, make_gelu_forward<N, Form>(out, inp));
 }
-template <std::size_t N, class T>
+template <std::size_t N, gelu_form Form = gelu_form::tanh, class T>
 cudaError_t launch_gelu_backward(cudaStream_t s, T* dinp, const T* inp, const T* dout) {
-  return launch(s, make_gelu_backward<N>(dinp, inp, dout));
+  return launch(s, make_gelu_backward<N, Form>(dinp, inp, dout));
 }
 template <std::size_t N, std::size_t H, class T>
 cudaError_t launch_swiglu_forward(cudaStream_t s, T* out, const T* inp) {

@@ -1,11 +1,12 @@
 #pragma once
-// ---- activation and residual kernels over compile-time sizes: GELU, SwiGLU, residual ----
+// ---- activation and residual kernels over compile-time sizes: GELU (tanh or erf), SwiGLU, residual ----
 // The sizes are template parameters, so the vector width (16 bytes where the size allows),
 // the grid and the per-vector loop are fixed at compile time (flat_tiling: a weft layout of
 // (vector element, vector index) -> element). Buffers must be aligned to the vector access
 // (every arena buffer is 256-byte aligned); the factories assert it on the host.
 // Arithmetic is in float; storage in T (float or bf16).
 #include "weft/backend/cuda/kernels/grid.hpp"    // load_vec, store_vec, math, to_f32, from_f32
+#include "weft/core/gelu_form.hpp"               // gelu_form
 #include "weft/backend/cuda/kernels/tiling.hpp"  // flat_tiling, vector_width_v
 
 #include <cassert>
@@ -40,13 +41,27 @@ WEFT_HOST_DEVICE float gelu_grad(float x) noexcept {
   const float t = math::tanh(gelu_k * (x + gelu_c * x * x * x));
   return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * gelu_k * (1.0f + 3.0f * gelu_c * x * x);
 }
+// The exact form, 0.5 x (1 + erf(x / sqrt 2)), and its derivative Φ(x) + x φ(x).
+inline constexpr float gelu_rsqrt2 = 0.70710678118654752f;
+inline constexpr float gelu_rsqrt2pi = 0.39894228040143268f;
+WEFT_HOST_DEVICE float gelu_erf(float x) noexcept { return 0.5f * x * (1.0f + math::erf(x * gelu_rsqrt2)); }
+WEFT_HOST_DEVICE float gelu_erf_grad(float x) noexcept {
+  return 0.5f * (1.0f + math::erf(x * gelu_rsqrt2)) + x * gelu_rsqrt2pi * math::exp(-0.5f * x * x);
+}
 WEFT_HOST_DEVICE float sigmoid(float x) noexcept { return 1.0f / (1.0f + math::exp(-x)); }
+
+// A GELU form's value and derivative (weft::gelu_form).
+template <gelu_form Form>
+struct gelu_fn {
+  WEFT_HOST_DEVICE static float value(float x) noexcept { return Form == gelu_form::erf ? gelu_erf(x) : gelu(x); }
+  WEFT_HOST_DEVICE static float grad(float x) noexcept { return Form == gelu_form::erf ? gelu_erf_grad(x) : gelu_grad(x); }
+};
 }  // namespace detail
 
 // ---- GELU ----
 
-/// out = gelu(inp), W elements at e.
-template <class T>
+/// out = gelu(inp), W elements at e, in form `Form`.
+template <class T, gelu_form Form = gelu_form::tanh>
 struct gelu_forward_body {
   T* out;
   const T* inp;
@@ -54,13 +69,13 @@ struct gelu_forward_body {
   WEFT_HOST_DEVICE void apply(std::size_t e) const {
     const auto x = load_vec<W>(inp + e);
     vec<T, W> y;
-    for (std::size_t k = 0; k < W; ++k) y.v[k] = from_f32<T>(detail::gelu(to_f32(x.v[k])));
+    for (std::size_t k = 0; k < W; ++k) y.v[k] = from_f32<T>(detail::gelu_fn<Form>::value(to_f32(x.v[k])));
     store_vec<W>(out + e, y);
   }
 };
 
 /// dinp += gelu'(inp) * dout.
-template <class T>
+template <class T, gelu_form Form = gelu_form::tanh>
 struct gelu_backward_body {
   T* dinp;
   const T* inp;
@@ -71,7 +86,7 @@ struct gelu_backward_body {
     const auto dy = load_vec<W>(dout + e);
     auto dx = load_vec<W>(dinp + e);
     for (std::size_t k = 0; k < W; ++k)
-      dx.v[k] = from_f32<T>(to_f32(dx.v[k]) + detail::gelu_grad(to_f32(x.v[k])) * to_f32(dy.v[k]));
+      dx.v[k] = from_f32<T>(to_f32(dx.v[k]) + detail::gelu_fn<Form>::grad(to_f32(x.v[k])) * to_f32(dy.v[k]));
     store_vec<W>(dinp + e, dx);
   }
 };
@@ -187,15 +202,15 @@ inline bool all_vec_aligned(const P*... p) {
 }
 }  // namespace detail
 
-/// out(N) = gelu(inp(N)) (tanh form, GPT-2).
-template <std::size_t N, class T>
-vector_kernel<gelu_forward_body<T>, flat_tiling<T, N>> make_gelu_forward(T* out, const T* inp) {
+/// out(N) = gelu(inp(N)) (tanh form, GPT-2, unless Form says erf).
+template <std::size_t N, gelu_form Form = gelu_form::tanh, class T>
+vector_kernel<gelu_forward_body<T, Form>, flat_tiling<T, N>> make_gelu_forward(T* out, const T* inp) {
   assert((detail::all_vec_aligned<flat_tiling<T, N>::width>(out, inp)));
   return {{out, inp}};
 }
 /// dinp(N) += gelu'(inp) * dout.
-template <std::size_t N, class T>
-vector_kernel<gelu_backward_body<T>, flat_tiling<T, N>> make_gelu_backward(T* dinp, const T* inp, const T* dout) {
+template <std::size_t N, gelu_form Form = gelu_form::tanh, class T>
+vector_kernel<gelu_backward_body<T, Form>, flat_tiling<T, N>> make_gelu_backward(T* dinp, const T* inp, const T* dout) {
   assert((detail::all_vec_aligned<flat_tiling<T, N>::width>(dinp, inp, dout)));
   return {{dinp, inp, dout}};
 }

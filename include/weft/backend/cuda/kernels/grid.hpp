@@ -322,6 +322,13 @@ WEFT_HOST_DEVICE float tanh(float x) noexcept {
   return std::tanh(x);
 #endif
 }
+WEFT_HOST_DEVICE float erf(float x) noexcept {
+#if defined(__CUDA_ARCH__)
+  return ::erff(x);
+#else
+  return std::erf(x);
+#endif
+}
 WEFT_HOST_DEVICE float sqrt(float x) noexcept {
 #if defined(__CUDA_ARCH__)
   return ::sqrtf(x);
