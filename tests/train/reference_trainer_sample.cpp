@@ -138,7 +138,7 @@ void run(const fs::path& dir) {
   // parameters well above the comparison's tolerance within 8 steps.
   // example-begin reference-trainer-options
   train_options o;
-  o.optimizer = {.lr = 2e-2f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
+  o.optimizer = {.lr = 2e-2, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
   o.schedule = {.warmup = 3, .total = 8, .min_ratio = 0.1f};
   o.grad_accum = 2;    // micro-batches per step
   o.grad_clip = 1.9f;  // between the smallest and the largest gradient norm of the 8 steps

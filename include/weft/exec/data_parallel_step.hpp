@@ -730,8 +730,8 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
                           flat(local_.context(), copy + g.offset, g.size),
                           flat(local_.context(), grads + g.offset, g.size),
                           flat(local_.context(), m_.data() + at, g.size),
-                          flat(local_.context(), v_.data() + at, g.size), static_cast<float>(lr), o.beta1, o.beta2,
-                          o.eps, g.decay ? o.weight_decay : 0.0f, t);
+                          flat(local_.context(), v_.data() + at, g.size), lr, o.beta1, o.beta2,
+                          o.eps, g.decay ? o.weight_decay : 0.0, t);
         }
       } else {
         T* params = Zero == 3 ? master_.data() - shift : local_.params().data();
@@ -740,8 +740,8 @@ class data_parallel_step : public step_skeleton<data_parallel_step<Plan, Comm, Z
           ops::adamw_step(local_.context(), flat(local_.context(), params + g.offset, g.size),
                           flat(local_.context(), grads + g.offset, g.size),
                           flat(local_.context(), m_.data() + at, g.size),
-                          flat(local_.context(), v_.data() + at, g.size), static_cast<float>(lr), o.beta1, o.beta2,
-                          o.eps, g.decay ? o.weight_decay : 0.0f, t);
+                          flat(local_.context(), v_.data() + at, g.size), lr, o.beta1, o.beta2,
+                          o.eps, g.decay ? o.weight_decay : 0.0, t);
         }
       }
       if constexpr (Zero <= 2) {

@@ -70,8 +70,8 @@ double adamw_over_groups(const Ctx& ctx, const train_options& options, std::size
   ++step;
   for (const auto& g : groups)
     ops::adamw_step(ctx, flat(ctx, params + g.offset, g.size), flat(ctx, grads + g.offset, g.size),
-                    flat(ctx, m + g.offset, g.size), flat(ctx, v + g.offset, g.size), static_cast<float>(lr), o.beta1,
-                    o.beta2, o.eps, g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
+                    flat(ctx, m + g.offset, g.size), flat(ctx, v + g.offset, g.size), lr, o.beta1,
+                    o.beta2, o.eps, g.decay ? o.weight_decay : 0.0, static_cast<int>(step));
   return lr;
 }
 // Mixed-precision AdamW over runs {offset, size, decay} of a parameter block (as
@@ -86,8 +86,8 @@ double mixed_adamw_over_groups(const Ctx& ctx, const train_options& options, std
   for (const auto& g : groups)
     ops::adamw_step(ctx, flat(ctx, master + g.offset, g.size), flat(ctx, params + g.offset, g.size),
                     flat(ctx, grads + g.offset, g.size), flat(ctx, m + g.offset, g.size),
-                    flat(ctx, v + g.offset, g.size), static_cast<float>(lr), o.beta1, o.beta2, o.eps,
-                    g.decay ? o.weight_decay : 0.0f, static_cast<int>(step));
+                    flat(ctx, v + g.offset, g.size), lr, o.beta1, o.beta2, o.eps,
+                    g.decay ? o.weight_decay : 0.0, static_cast<int>(step));
   return lr;
 }
 struct aligned_free {

@@ -40,18 +40,19 @@ inline F adamw_element(P p, G g_in, M& m, M& v, F b1, F b2, F lr_t, F eps_t, F w
 /// pass weight_decay = 0 for the parameter groups that are not decayed.
 /// The parameter, gradient and moment types may differ (bf16 gradients into f32 master
 /// weights and moments, say); the update is computed in compute_t of the parameter type
-/// (float for bf16) and each stored value is rounded once.
+/// (float for bf16) and each stored value is rounded once. The hyper-parameters are doubles,
+/// rounded once to the compute type (so an f64 run uses beta2 = 0.95, not 0.95f).
 struct adamw_step_op {
   static constexpr bool flat = true;  ///< also takes views (ops/views.hpp)
 };
 inline constexpr op_fn<adamw_step_op> adamw_step{};
 template <host_element P, host_element G, host_element M>
 void op_impl(adamw_step_op, const host_context&, P* param, const G* grad, M* m, std::type_identity_t<M>* v,
-             std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
+             std::size_t n, double lr, double beta1, double beta2, double eps, double weight_decay, int t) {
   using F = compute_t<P>;
   // Bias corrections once per call, in double.
-  const F correction1 = F(1.0 / (1.0 - std::pow(double(beta1), t)));
-  const F correction2 = F(1.0 / (1.0 - std::pow(double(beta2), t)));
+  const F correction1 = F(1.0 / (1.0 - std::pow(beta1, t)));
+  const F correction2 = F(1.0 / (1.0 - std::pow(beta2, t)));
   const F b1 = F(beta1), b2 = F(beta2), lr_t = F(lr), eps_t = F(eps), wd = F(weight_decay);
 #pragma omp parallel for simd if (n >= detail::parallel_min_work)
   for (std::size_t i = 0; i < n; ++i)
@@ -64,11 +65,11 @@ void op_impl(adamw_step_op, const host_context&, P* param, const G* grad, M* m, 
 template <host_element P, host_element Copy, host_element G, host_element M>
   requires(!std::same_as<P, Copy>)
 void op_impl(adamw_step_op, const host_context&, P* master, Copy* param_copy, const G* grad, M* m,
-             std::type_identity_t<M>* v, std::size_t n, float lr, float beta1, float beta2, float eps,
-             float weight_decay, int t) {
+             std::type_identity_t<M>* v, std::size_t n, double lr, double beta1, double beta2, double eps,
+             double weight_decay, int t) {
   using F = compute_t<P>;
-  const F correction1 = F(1.0 / (1.0 - std::pow(double(beta1), t)));
-  const F correction2 = F(1.0 / (1.0 - std::pow(double(beta2), t)));
+  const F correction1 = F(1.0 / (1.0 - std::pow(beta1, t)));
+  const F correction2 = F(1.0 / (1.0 - std::pow(beta2, t)));
   const F b1 = F(beta1), b2 = F(beta2), lr_t = F(lr), eps_t = F(eps), wd = F(weight_decay);
 #pragma omp parallel for simd if (n >= detail::parallel_min_work)
   for (std::size_t i = 0; i < n; ++i) {

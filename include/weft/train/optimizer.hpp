@@ -6,12 +6,14 @@
 namespace weft {
 
 /// AdamW with decoupled weight decay (Loshchilov & Hutter); decay skips norms and biases.
+/// Doubles, rounded once to the update's compute type (f32 for f32 and bf16 weights; an f64
+/// run uses exactly these values, as torch.optim.AdamW in float64 does).
 struct adamw {
-  float lr = 6e-4f;  ///< peak learning rate
-  float beta1 = 0.9f;
-  float beta2 = 0.95f;
-  float eps = 1e-8f;
-  float weight_decay = 0.1f;
+  double lr = 6e-4;  ///< peak learning rate
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
 };
 
 /// Linear warm-up from lr/warmup to lr over `warmup` steps, then cosine decay to

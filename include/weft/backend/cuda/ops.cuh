@@ -172,16 +172,16 @@ void op_impl(ops::clip_op, const cuda_context& c, T* g, std::size_t n, double no
 // ---- AdamW: f32 master and moments (the parameters themselves when they are f32) ----
 template <device_element G>
 void op_impl(ops::adamw_step_op, const cuda_context& c, float* param, const G* grad, float* m, float* v, std::size_t n,
-             float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
-  check(k::launch_adamw<G, float>(c.stream, param, grad, m, v, nullptr, n, {lr, beta1, beta2, eps, weight_decay, t}),
-        "adamw_step");
+             double lr, double beta1, double beta2, double eps, double weight_decay, int t) {
+  const k::adamw_hyper h{float(lr), float(beta1), float(beta2), float(eps), float(weight_decay), t};
+  check(k::launch_adamw<G, float>(c.stream, param, grad, m, v, nullptr, n, h), "adamw_step");
 }
 template <device_element Copy, device_element G>
   requires(!std::same_as<Copy, float>)
 void op_impl(ops::adamw_step_op, const cuda_context& c, float* master, Copy* param_copy, const G* grad, float* m,
-             float* v, std::size_t n, float lr, float beta1, float beta2, float eps, float weight_decay, int t) {
-  check(k::launch_adamw<G, Copy>(c.stream, master, grad, m, v, param_copy, n, {lr, beta1, beta2, eps, weight_decay, t}),
-        "adamw_step");
+             float* v, std::size_t n, double lr, double beta1, double beta2, double eps, double weight_decay, int t) {
+  const k::adamw_hyper h{float(lr), float(beta1), float(beta2), float(eps), float(weight_decay), t};
+  check(k::launch_adamw<G, Copy>(c.stream, master, grad, m, v, param_copy, n, h), "adamw_step");
 }
 
 // ---- embeddings ----
@@ -295,13 +295,13 @@ void op_impl(ops::matmul_backward_op<N, C, OC> op, const cuda_context& c, DIn di
 }
 
 // ---- element-wise ----
-template <std::size_t N, device_element T>
-void op_impl(ops::gelu_forward_op<N>, const cuda_context& c, T* out, const T* inp) {
-  check(k::launch_gelu_forward<N>(c.stream, out, inp), "gelu_forward");
+template <std::size_t N, gelu_form Form, device_element T>
+void op_impl(ops::gelu_forward_op<N, Form>, const cuda_context& c, T* out, const T* inp) {
+  check(k::launch_gelu_forward<N, Form>(c.stream, out, inp), "gelu_forward");
 }
-template <std::size_t N, device_element T>
-void op_impl(ops::gelu_backward_op<N>, const cuda_context& c, T* dinp, const T* inp, const T* dout) {
-  check(k::launch_gelu_backward<N>(c.stream, dinp, inp, dout), "gelu_backward");
+template <std::size_t N, gelu_form Form, device_element T>
+void op_impl(ops::gelu_backward_op<N, Form>, const cuda_context& c, T* dinp, const T* inp, const T* dout) {
+  check(k::launch_gelu_backward<N, Form>(c.stream, dinp, inp, dout), "gelu_backward");
 }
 template <std::size_t N, std::size_t H, device_element T>
 void op_impl(ops::swiglu_forward_op<N, H>, const cuda_context& c, T* out, const T* inp) {
