@@ -242,14 +242,22 @@ void check_hf_config(const std::filesystem::path& file) {
   if constexpr (Sc::enabled)
     if (rope_type != "llama3") refuse("it has no llama3 rope_scaling", "build the llama without rope_scaling<>");
   // the sliding window, as it acts on this model's sequences (a window of the context or more is none);
-  // Qwen's configs carry a window that applies only with use_sliding_window (false when absent)
+  // Qwen's configs carry a window that applies only with use_sliding_window (false when absent),
+  // and then on the layers from max_window_layers on (none when that is the depth, all when 0)
   double window = 0;
   number("sliding_window", window);
   const bool qwen = j.contains("model_type") && j["model_type"].is_string() &&
                     j["model_type"].get<std::string>().starts_with("qwen");
-  if (qwen && !(j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
-                j["use_sliding_window"].get<bool>()))
-    window = 0;
+  if (qwen) {
+    const bool on = j.contains("use_sliding_window") && j["use_sliding_window"].is_boolean() &&
+                    j["use_sliding_window"].get<bool>();
+    double first = 0;
+    number("max_window_layers", first);
+    if (on && first > 0 && first < double(M::depth))
+      refuse("its sliding window applies to layers " + hf_number(first) + " on only (max_window_layers)",
+             "weft's llama windows every layer or none");
+    if (!on || first >= double(M::depth)) window = 0;
+  }
   auto effective = [](double w) { return w <= 0 || w >= double(M::context_length) ? 0.0 : w; };
   if (effective(window) != effective(double(Cfg::sliding_window)))
     refuse(window > 0 ? "its sliding window is " + hf_number(window) + " keys" : std::string("it has no sliding window"),
@@ -401,7 +409,10 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
                          {"original_max_position_embeddings", Sc::original_context}};
   if constexpr (Cfg::sliding_window != 0) {
     c["sliding_window"] = Cfg::sliding_window;
-    if constexpr (Cfg::qk_normalised || Cfg::attention_bias) c["use_sliding_window"] = true;  // Qwen's switch
+    if constexpr (Cfg::qk_normalised || Cfg::attention_bias) {  // Qwen's switch, and every layer from 0 on
+      c["use_sliding_window"] = true;
+      c["max_window_layers"] = 0;
+    }
   }
   std::ofstream out(dir / "config.json");
   out << c.dump(2) << '\n';

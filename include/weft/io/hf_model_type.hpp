@@ -1,0 +1,233 @@
+#pragma once
+// ---- the weft type of a Hugging Face config.json ----
+// `#include <weft/io/hf_model_type.hpp>`. weft's models are types, so a published checkpoint
+// needs its type written out before it can be loaded; hf_model_type(config) writes it from the
+// config.json transformers saves beside the weights:
+//
+//   model_type              weft type
+//   llama, mistral,         llama<llama_config<vocab<…>, context<…>, width<…>, heads<…>[, kv_heads<…>],
+//   qwen2, qwen3                                depth<…>, ffn<…>[, head_dim<…>][, rope_theta<…>]
+//                                               [, rope_scaling<llama3_rope_scaling<…>>][, sliding_window<…>]
+//                                               [, qkv_bias<>][, query_key_norm<>][, tie_word_embeddings<>]
+//                                               [, norm_eps<…>]>>
+//   gpt2                    gpt<gpt_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
+//                                           [, norm_eps<…>]>>
+//   gpt_neox                gpt_neox<neox_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
+//                                                [, rope_theta<…>][, rotary_pct<…>][, norm_eps<…>]>>
+//
+// The optional tags appear only where the config departs from the tag's default, so the text is
+// the shortest spelling of the type; the loaders (io/hf_llama.hpp, io/hf_neox.hpp, and
+// load_weights for GPT-2) then accept the weights and their config.json. A config that describes something weft cannot build (another model
+// type, an activation other than silu or gelu_new, a rope_scaling other than LLaMA 3.1's, a bias
+// on o_proj, a fractional rope_theta) is refused with a one-line checkpoint_error that says why.
+// `hf_model_type <config.json | checkpoint dir>` (tools/hf_model_type.cpp) prints it.
+#include "weft/io/checkpoint_error.hpp"  // checkpoint_error
+#include "weft/io/json.hpp"              // json
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace weft {
+
+namespace detail {
+
+// The shortest decimal text of a double that reads back to it ("1e-06").
+inline std::string shortest_double(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+// Reads the fields of one config.json for hf_model_type, with weft's one-line refusals.
+class hf_config_reader {
+ public:
+  hf_config_reader(const io::detail::json& j, std::string where) : j_(j), where_(std::move(where)) {}
+
+  [[noreturn]] void refuse(const std::string& why) const {
+    throw checkpoint_error("weft::hf_model_type: " + where_ + ": " + why);
+  }
+  bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
+  // A count: a non-negative integer (an integral float such as 1000000.0 is accepted).
+  std::uint64_t count(const char* key) const {
+    if (!has(key)) refuse(std::string("\"") + key + "\" is missing");
+    return count_of(j_[key], key);
+  }
+  std::uint64_t count_or(const char* key, std::uint64_t fallback) const { return has(key) ? count(key) : fallback; }
+  double number_or(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_number()) refuse(std::string("\"") + key + "\" is not a number");
+    return j_[key].get<double>();
+  }
+  bool flag_or(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_boolean()) refuse(std::string("\"") + key + "\" is not true or false");
+    return j_[key].get<bool>();
+  }
+  std::string text_or(const char* key, const std::string& fallback) const {
+    if (!has(key)) return fallback;
+    if (!j_[key].is_string()) refuse(std::string("\"") + key + "\" is not a string");
+    return j_[key].get<std::string>();
+  }
+  const io::detail::json& at(const char* key) const { return j_[key]; }
+  std::uint64_t count_of(const io::detail::json& v, const std::string& what) const {
+    if (!v.is_number()) refuse("\"" + what + "\" is not a number");
+    const double d = v.get<double>();
+    if (!(d >= 0) || d != std::floor(d) || d > 9.0e15)
+      refuse("\"" + what + "\" is " + shortest_double(d) + ", not a whole number (weft's tag takes an integer)");
+    return static_cast<std::uint64_t>(d);
+  }
+
+ private:
+  const io::detail::json& j_;
+  std::string where_;
+};
+
+inline std::string tag(const char* name, std::uint64_t v) { return std::string(name) + "<" + std::to_string(v) + ">"; }
+
+inline std::string hf_llama_type(const hf_config_reader& c, const std::string& model_type) {
+  const std::uint64_t width = c.count("hidden_size"), heads = c.count("num_attention_heads");
+  const std::uint64_t kv_heads = c.count_or("num_key_value_heads", heads), depth = c.count("num_hidden_layers");
+  const std::uint64_t context = c.count("max_position_embeddings"), vocab = c.count("vocab_size");
+  const std::uint64_t ffn = c.count("intermediate_size");
+  if (heads == 0) c.refuse("\"num_attention_heads\" is 0");
+  if (const std::string act = c.text_or("hidden_act", "silu"); act != "silu")
+    c.refuse("hidden_act is \"" + act + "\"; a llama's MLP is SwiGLU (silu)");
+  if (c.flag_or("mlp_bias", false)) c.refuse("mlp_bias is true; weft's llama MLP has no biases");
+  const bool qwen = model_type == "qwen2" || model_type == "qwen3";
+  // LLaMA's attention_bias puts a bias on q, k, v and o; Qwen 2's q/k/v bias is unconditional
+  const bool attention_bias = c.flag_or("attention_bias", false);
+  if (attention_bias && !qwen)
+    c.refuse("attention_bias is true (a bias on q, k, v and o_proj); weft's llama has q/k/v biases only (qkv_bias<>)");
+  if (attention_bias && model_type == "qwen3")
+    c.refuse("attention_bias is true; weft's Qwen 3 shape has q/k norms and no biases");
+
+  std::string t = "llama<llama_config<" + tag("vocab", vocab) + ", " + tag("context", context) + ", " +
+                  tag("width", width) + ", " + tag("heads", heads);
+  if (kv_heads != heads) t += ", " + tag("kv_heads", kv_heads);
+  t += ", " + tag("depth", depth) + ", " + tag("ffn", ffn);
+  if (c.has("head_dim")) {
+    const std::uint64_t d = c.count("head_dim");
+    if (d * heads != width) t += ", " + tag("head_dim", d);
+  }
+  if (c.has("rope_theta")) {
+    const std::uint64_t theta = c.count("rope_theta");
+    if (theta != 10000) t += ", " + tag("rope_theta", theta);
+  }
+  if (c.has("rope_scaling")) {
+    const auto& r = c.at("rope_scaling");
+    if (!r.is_object()) c.refuse("\"rope_scaling\" is not an object");
+    const char* key = r.contains("rope_type") ? "rope_type" : "type";
+    const std::string type = r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : "default";
+    if (type == "llama3") {
+      auto field = [&](const char* k, std::uint64_t fallback) {
+        return r.contains(k) ? c.count_of(r[k], std::string("rope_scaling.") + k) : fallback;
+      };
+      t += ", rope_scaling<llama3_rope_scaling<" + std::to_string(field("factor", 8)) + ", " +
+           std::to_string(field("low_freq_factor", 1)) + ", " + std::to_string(field("high_freq_factor", 4)) + ", " +
+           std::to_string(field("original_max_position_embeddings", 8192)) + ">>";
+    } else if (type != "default") {
+      c.refuse("rope_scaling's type is \"" + type + "\"; weft scales rotary frequencies as LLaMA 3.1 only (llama3)");
+    }
+  }
+  // the window as the model applies it: Mistral's when set; Qwen's only with use_sliding_window,
+  // and then on the layers from max_window_layers on (none when it is the depth, all when 0)
+  std::uint64_t window = 0;
+  if (model_type == "mistral") window = c.count_or("sliding_window", 0);
+  if (qwen && c.flag_or("use_sliding_window", false)) {
+    const std::uint64_t first = c.count_or("max_window_layers", 0);
+    if (first > 0 && first < depth)
+      c.refuse("the sliding window applies to some layers only (layers " + std::to_string(first) + " to " +
+               std::to_string(depth - 1) + ", from max_window_layers); weft's llama_config windows every layer or none");
+    if (first == 0) window = c.count_or("sliding_window", 0);
+  }
+  if (window != 0 && window < context) t += ", " + tag("sliding_window", window);
+  if (model_type == "qwen2") t += ", qkv_bias<>";
+  if (model_type == "qwen3") t += ", query_key_norm<>";
+  if (c.flag_or("tie_word_embeddings", false)) t += ", tie_word_embeddings<>";
+  if (const double eps = c.number_or("rms_norm_eps", 1e-5); eps != 1e-5) t += ", norm_eps<" + shortest_double(eps) + ">";
+  return t + ">>";
+}
+
+inline std::string hf_gpt2_type(const hf_config_reader& c) {
+  const std::uint64_t width = c.count("n_embd");
+  if (const std::string act = c.text_or("activation_function", "gelu_new"); act != "gelu_new")
+    c.refuse("activation_function is \"" + act + "\"; weft's gpt uses GPT-2's tanh GELU (gelu_new)");
+  if (!c.flag_or("tie_word_embeddings", true)) c.refuse("tie_word_embeddings is false; GPT-2's head is tied to wte");
+  std::string t = "gpt<gpt_config<" + tag("vocab", c.count("vocab_size")) + ", " + tag("context", c.count("n_positions")) +
+                  ", " + tag("width", width) + ", " + tag("heads", c.count("n_head")) + ", " + tag("depth", c.count("n_layer"));
+  if (c.has("n_inner") && c.count("n_inner") != 4 * width) t += ", " + tag("ffn", c.count("n_inner"));
+  if (const double eps = c.number_or("layer_norm_epsilon", 1e-5); eps != 1e-5)
+    t += ", norm_eps<" + shortest_double(eps) + ">";
+  return t + ">>";
+}
+
+inline std::string hf_neox_type(const hf_config_reader& c) {
+  const std::uint64_t width = c.count("hidden_size");
+  if (const std::string act = c.text_or("hidden_act", "gelu"); act != "gelu")
+    c.refuse("hidden_act is \"" + act + "\"; weft's gpt_neox uses the exact GELU (gelu)");
+  if (!c.flag_or("use_parallel_residual", true))
+    c.refuse("use_parallel_residual is false; weft's gpt_neox has the parallel residual of every published GPT-NeoX");
+  if (c.flag_or("tie_word_embeddings", false)) c.refuse("tie_word_embeddings is true; weft's gpt_neox has an untied head");
+  if (c.flag_or("attention_bias", true) == false) c.refuse("attention_bias is false; weft's gpt_neox has attention biases");
+  if (c.has("rope_scaling")) c.refuse("it has a rope_scaling; weft's gpt_neox has none");
+  std::string t = "gpt_neox<neox_config<" + tag("vocab", c.count("vocab_size")) + ", " +
+                  tag("context", c.count("max_position_embeddings")) + ", " + tag("width", width) + ", " +
+                  tag("heads", c.count("num_attention_heads")) + ", " + tag("depth", c.count("num_hidden_layers"));
+  if (c.has("intermediate_size") && c.count("intermediate_size") != 4 * width) t += ", " + tag("ffn", c.count("intermediate_size"));
+  if (c.has("rotary_emb_base") && c.count("rotary_emb_base") != 10000) t += ", " + tag("rope_theta", c.count("rotary_emb_base"));
+  if (const double pct = c.number_or("rotary_pct", 0.25); pct != 0.25) t += ", rotary_pct<" + shortest_double(pct) + ">";
+  if (const double eps = c.number_or("layer_norm_eps", 1e-5); eps != 1e-5) t += ", norm_eps<" + shortest_double(eps) + ">";
+  return t + ">>";
+}
+
+}  // namespace detail
+
+/// The weft model type that a Hugging Face config.json describes, as C++ text (see the top of the
+/// file); `where` names the file in messages. Throws checkpoint_error for what weft cannot build.
+inline std::string hf_model_type(const io::detail::json& config, const std::string& where = "config.json") {
+  const detail::hf_config_reader c(config, where);
+  if (!config.is_object()) c.refuse("not a JSON object");
+  const std::string type = c.text_or("model_type", "");
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") return detail::hf_llama_type(c, type);
+  if (type == "gpt2") return detail::hf_gpt2_type(c);
+  if (type == "gpt_neox") return detail::hf_neox_type(c);
+  c.refuse(type.empty() ? std::string("it has no \"model_type\"")
+                        : "model_type is \"" + type + "\"; weft writes types for llama, mistral, qwen2, qwen3, gpt2 and gpt_neox");
+}
+
+/// `type` with every name qualified by `weft::` (each name in hf_model_type's text is a template
+/// followed by '<'), for use outside `using namespace weft`.
+inline std::string qualified_model_type(const std::string& type) {
+  std::string r;
+  for (std::size_t i = 0; i < type.size();) {
+    const bool starts = (std::isalpha(static_cast<unsigned char>(type[i])) || type[i] == '_') &&
+                        (i == 0 || !(std::isalnum(static_cast<unsigned char>(type[i - 1])) || type[i - 1] == '_'));
+    if (!starts) {
+      r += type[i++];
+      continue;
+    }
+    std::size_t j = i;
+    while (j < type.size() && (std::isalnum(static_cast<unsigned char>(type[j])) || type[j] == '_')) ++j;
+    if (j < type.size() && type[j] == '<') r += "weft::";
+    r.append(type, i, j - i);
+    i = j;
+  }
+  return r;
+}
+
+/// hf_model_type of a config.json file, or of the config.json in a checkpoint directory.
+inline std::string hf_model_type(const std::filesystem::path& path) {
+  const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "config.json" : path;
+  std::ifstream in(file);
+  if (!in) throw checkpoint_error("weft::hf_model_type: cannot read " + file.string());
+  const io::detail::json j = io::detail::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw checkpoint_error("weft::hf_model_type: " + file.string() + " is not valid JSON");
+  return hf_model_type(j, file.string());
+}
+
+}  // namespace weft
