@@ -6,6 +6,7 @@
 #include "weft/model/causal_attention.hpp"      // causal_attention
 #include "weft/model/gelu.hpp"                  // gelu
 #include "weft/model/gpt.hpp"                   // gpt, gpt_config
+#include "weft/model/gemma3.hpp"                // gemma3, gemma3_config
 #include "weft/model/gpt_neox.hpp"              // gpt_neox, neox_config
 #include "weft/model/hyper.hpp"                 // vocab, context, width, heads, kv_heads, depth, ffn
 #include "weft/model/layer.hpp"                 // layer, frame, param_info

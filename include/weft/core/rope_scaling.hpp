@@ -47,4 +47,20 @@ struct llama3_rope_scaling {
   }
 };
 
+/// Linear position interpolation (Hugging Face's rope_type "linear"): every pair turns Factor
+/// times slower, positions / Factor ≡ inv_freq / Factor. Gemma 3 4B, 12B and 27B:
+/// linear_rope_scaling<8> on their global layers.
+template <std::size_t Factor>
+struct linear_rope_scaling {
+  static constexpr bool factor_valid = Factor >= 1;
+  static_assert(factor_valid, "weft::linear_rope_scaling: the factor is 0. Give the configs' rope_scaling factor, at least 1 (Gemma 3 4B and up: linear_rope_scaling<8>).");
+  static constexpr bool enabled = true;
+  static constexpr std::size_t factor = Factor, linear_factor = Factor;
+
+  template <class F>
+  static constexpr F apply(F inv_freq) {
+    return inv_freq / F(Factor > 0 ? Factor : 1);
+  }
+};
+
 }  // namespace weft

@@ -114,4 +114,23 @@ template <double P> struct rotary_pct {
   static constexpr double pct = P;
 };
 
+
+// ---- Gemma 3's tags (appended: the tags above keep their order) ----
+namespace detail {
+struct layer_pattern_tag {};
+struct rope_local_base_tag {};
+struct query_pre_attn_scalar_tag {};
+}  // namespace detail
+
+/// Every N-th layer attends globally, the others through the sliding window (the configs'
+/// `sliding_window_pattern`): block i is global when (i + 1) % N == 0. layer_pattern<6> for
+/// Gemma 3, gemma3_config's default.
+template <std::size_t N> struct layer_pattern : detail::size_tag<detail::layer_pattern_tag, N> {};
+/// The rotary base of the local (sliding-window) layers (the configs' `rope_local_base_freq`;
+/// 10000 for Gemma 3); rope_theta<> is then the global layers' base.
+template <std::size_t N> struct rope_local_base_freq : detail::size_tag<detail::rope_local_base_tag, N> {};
+/// The configs' `query_pre_attn_scalar`: attention scores are scaled by its inverse square root.
+/// weft scales by 1/sqrt(head_dim), so gemma3_config accepts only the head size (every Gemma 3).
+template <std::size_t N> struct query_pre_attn_scalar : detail::size_tag<detail::query_pre_attn_scalar_tag, N> {};
+
 }  // namespace weft

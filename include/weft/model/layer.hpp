@@ -119,6 +119,11 @@ struct frame {
   Ctx ctx{};                             ///< where the ops run (a small handle; children share it)
   std::size_t poff = 0;                  ///< element offset of `params` in the model's block
   block_window_hook<T> window{};         ///< optional: the block stack's parameters / gradients come through it
+  /// Index of the block this frame runs in, in the model's block stack: repeat<N, Block, First>
+  /// sets First + i for copy i (a pipeline stage's repeat carries the model-wide index), children
+  /// inherit it; 0 outside a stack. Layers whose form varies by depth read it
+  /// (local_global_attention: Gemma 3's local and global layers).
+  std::size_t layer = 0;
 
   /// Element offset of this layer's parameter block in the model's block (carried, not
   /// computed from addresses: a windowed block's parameters are not at root_params + offset).
@@ -171,6 +176,7 @@ struct frame {
     f.ctx = ctx;
     f.poff = poff;
     f.window = window;
+    f.layer = layer;
     return f;
   }
 };

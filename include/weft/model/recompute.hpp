@@ -99,7 +99,9 @@ struct recomputed<repeat<N, Block, First>> {
  private:
   template <class F>
   static F block_frame(const F& f, std::size_t i) {  // copy i: its parameters, the shared kept buffer
-    return f.child(i * Block::param_count, 0, pingpong<F::batch, F::seq> + rerun_out<F::batch, F::seq>);
+    F cf = f.child(i * Block::param_count, 0, pingpong<F::batch, F::seq> + rerun_out<F::batch, F::seq>);
+    cf.layer = First + i;  // as repeat<> numbers its copies
+    return cf;
   }
   template <class F>
   static typename F::value_type* x_buffer(const F& f, std::size_t i) {  // input of copy i >= 1

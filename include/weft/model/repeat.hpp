@@ -8,7 +8,8 @@
 // parameters are where the window puts them, asked for before each copy runs forward or
 // backward, with the copy that runs next named so that it can be fetched meanwhile; under
 // ZeRO-2 and 3 each copy's backward writes its gradients into a zeroed window asked for
-// before it, handed back (grads_done) when it ends.
+// before it, handed back (grads_done) when it ends. Copy i runs with frame::layer = First + i
+// (its index in the model's stack, whichever stage holds it).
 #include "weft/core/diagnostics.hpp"  // diag::equal
 #include "weft/model/layer.hpp"       // layer, frame
 #include "weft/model/layer_check.hpp" // checked_layer_t
@@ -69,6 +70,7 @@ struct repeat {
       const auto* x = i == 0 ? in : x_buffer(f, i);
       auto* y = i + 1 == N ? out : x_buffer(f, i + 1);
       F cf = f.child(i * Block::param_count, i * kb, pingpong<B, S>);
+      cf.layer = First + i;
       window.params(cf, Block::param_count, i + 1 < N ? cf.poff + Block::param_count : npos_param);
       Block::forward(cf, x, y);
     }
@@ -89,6 +91,7 @@ struct repeat {
         ops::zero(f.ctx, view<rows, in_width>(f, g_in));
       }
       F cf = f.child(k * Block::param_count, k * kb, pingpong<B, S>);
+      cf.layer = First + k;
       window.params(cf, Block::param_count, k > 0 ? cf.poff - Block::param_count : npos_param);
       const bool grads_windowed = window.grads(cf, Block::param_count);
       Block::backward(cf, x, g_out, g_in);

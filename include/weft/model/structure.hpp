@@ -24,6 +24,7 @@
 #include "weft/model/layernorm.hpp"             // layernorm
 #include "weft/model/linear.hpp"                // linear
 #include "weft/model/lm_head.hpp"               // lm_head
+#include "weft/model/local_global_attention.hpp"  // local_global_attention
 #include "weft/model/parallel_branches.hpp"     // branch_sum
 #include "weft/model/positional_embedding.hpp"  // positional_embedding
 #include "weft/model/qk_norm.hpp"               // qk_norm
@@ -96,9 +97,9 @@ template <std::size_t C, double Eps>
 struct structure_leaf_kind<bias_free_layernorm<C, Eps>> {
   static std::string text() { return cat("bias_free_layernorm", eps_text<Eps, ops::layernorm_eps>()); }
 };
-template <std::size_t C, double Eps>
-struct structure_leaf_kind<rmsnorm<C, Eps>> {
-  static std::string text() { return cat("rmsnorm", eps_text<Eps, ops::rmsnorm_eps>()); }
+template <std::size_t C, double Eps, bool U>
+struct structure_leaf_kind<rmsnorm<C, Eps, U>> {  // U: Gemma's x̂·(1 + w), "rmsnorm_unit_offset"
+  static std::string text() { return cat(U ? "rmsnorm_unit_offset" : "rmsnorm", eps_text<Eps, ops::rmsnorm_eps>()); }
 };
 template <std::size_t C, gelu_form Form>
 struct structure_leaf_kind<gelu<C, Form>> {
@@ -132,14 +133,24 @@ struct structure_leaf_kind<causal_attention<H, KVH, D, Pos, W>> {
     else if constexpr (requires { Sc::original_context; })
       return cat(",llama3_scaling=", std::to_string(Sc::factor), "/", std::to_string(Sc::low_freq_factor), "/",
                  std::to_string(Sc::high_freq_factor), "/", std::to_string(Sc::original_context));
+    else if constexpr (requires { Sc::linear_factor; })
+      return cat(",linear_scaling=", std::to_string(Sc::linear_factor));
     else return ",scaled";
   }
 };
-template <std::size_t H, std::size_t KVH, std::size_t D, double Eps>
-struct structure_leaf_kind<qk_norm<H, KVH, D, Eps>> {
+template <std::size_t H, std::size_t KVH, std::size_t D, double Eps, bool U>
+struct structure_leaf_kind<qk_norm<H, KVH, D, Eps, U>> {
   static std::string text() {
     return cat("qk_norm(heads=", std::to_string(H), ",kv_heads=", std::to_string(KVH),
-               Eps == ops::rmsnorm_eps ? std::string() : cat(",eps=", format_eps(Eps)), ")");
+               Eps == ops::rmsnorm_eps ? std::string() : cat(",eps=", format_eps(Eps)), U ? ",unit_offset" : "", ")");
+  }
+};
+// Gemma 3's attention core: the pattern and both forms' texts.
+template <std::size_t P, class Local, class Global>
+struct structure_leaf_kind<local_global_attention<P, Local, Global>> {
+  static std::string text() {
+    return cat("local_global(pattern=", std::to_string(P), ",local=", structure_leaf_kind<Local>::text(),
+               ",global=", structure_leaf_kind<Global>::text(), ")");
   }
 };
 template <std::size_t V, std::size_t C>

@@ -87,6 +87,8 @@ struct comm_volume {
   static constexpr std::uint64_t s = Batch::length, b = Batch::sequences, h = Model::width;
   static constexpr std::uint64_t attn_width = Model::heads * detail::head_dim_of<Model>();  // H·D: h unless head_dim is set
   static constexpr std::uint64_t span = detail::attention_span_of<Model, Batch::length>();  // keys per query: s, or the window
+  /// Keys per query over all layers (depth · span, or Gemma 3's global layers at s and local ones at the window).
+  static constexpr std::uint64_t keys = detail::attention_keys_of<Model, Batch::length>();
   /// Tokens one rank processes per step (each of M micro-batches of b·s).
   static constexpr std::uint64_t tokens_per_step = microbatches * b * s;
   /// Transformer layers per stage.
@@ -131,12 +133,14 @@ struct comm_volume {
 
   /// Model FLOPs of stage `st` per token, before tensor-parallel division.
   static constexpr std::uint64_t stage_flops_per_token(std::size_t st) noexcept {
-    std::uint64_t f = layers_per_stage * (6 * partition::block.total + 12 * attn_width * span);
+    // attention: the stage's share of all layers' keys (a stage's own mix of local and global
+    // layers may differ by one global layer; the mean is counted)
+    std::uint64_t f = layers_per_stage * 6 * partition::block.total + 12 * attn_width * keys * layers_per_stage / Model::depth;
     if (partition::has_blocks) {
       if (st == 0) f += 6 * (partition::pre.total - Model::lookup_param_count - partition::tied_table);
       if (st + 1 == pp) f += 6 * (partition::post.total + partition::tied_table);
     } else {
-      f = 6 * (partition::whole.params.total - Model::lookup_param_count) + 12 * Model::depth * attn_width * span;
+      f = 6 * (partition::whole.params.total - Model::lookup_param_count) + 12 * attn_width * keys;
     }
     return f;
   }

@@ -351,6 +351,16 @@ constexpr std::size_t attention_span_of() {
     return M::config::sliding_window != 0 && M::config::sliding_window < S ? M::config::sliding_window : S;
   else return S;
 }
+// Keys the queries of all the model's layers see together, per query position, in a sequence of
+// S: depth · attention_span_of<M, S>() for a model whose layers are alike; a model whose config
+// names `global_layers` among its windowed ones (gemma3: every pattern-th block attends to the
+// whole sequence) counts those at S and the others at the window.
+template <class M, std::size_t S>
+constexpr std::size_t attention_keys_of() {
+  if constexpr (requires { M::config::global_layers; })
+    return (M::depth - M::config::global_layers) * attention_span_of<M, S>() + M::config::global_layers * S;
+  else return M::depth * attention_span_of<M, S>();
+}
 // Elements of an attention head: the model's head_dim (llama_config<…, head_dim<>>), else width / heads.
 template <class M>
 constexpr std::size_t head_dim_of() {

@@ -364,11 +364,12 @@ struct plan {
   }
 
   // ---- FLOPs (PaLM's count: 6·N per token for the matmuls, 12·L·H·Q·T for attention; T is the
-  // sliding window where the model has a shorter one) ----
+  // sliding window where the model has a shorter one, per layer: Gemma 3's global layers count
+  // the whole sequence, its local ones the window — detail::attention_keys_of) ----
   static constexpr std::size_t lookup_params = Model::lookup_param_count;  // embedding rows read, not multiplied
   static constexpr std::size_t flops_per_token =
       6 * (global_param_count - lookup_params) +
-      12 * Model::depth * Model::heads * detail::head_dim_of<Model>() * detail::attention_span_of<Model, S>();
+      12 * Model::heads * detail::head_dim_of<Model>() * detail::attention_keys_of<Model, S>();
   static constexpr std::size_t flops_per_step_micro = flops_per_token * rows;
 
   /// Every parameter with its name, offset and shape (run time: names are strings).

@@ -12,6 +12,7 @@
 // the mapped model (plan::model) when its strategy says recompute<full> or recompute<selective>.
 #include "weft/model/causal_attention.hpp"  // causal_attention
 #include "weft/model/flash_attention.hpp"   // flash_attention_core
+#include "weft/model/local_global_attention.hpp"  // local_global_attention
 #include "weft/model/named.hpp"             // named
 #include "weft/model/parallel_branches.hpp" // branch_sum
 #include "weft/model/recompute.hpp"         // recomputed, selective_attention, recompute_model
@@ -101,6 +102,11 @@ struct recompute_map<causal_attention<H, KVH, D, PosEnc, W>, K, Fl> {
       Fl, flash_attention_core<H, KVH, D, PosEnc, W>,
       std::conditional_t<K == recompute_kind::selective, selective_attention<H, KVH, D, PosEnc, W>,
                          causal_attention<H, KVH, D, PosEnc, W>>>;
+};
+// Gemma 3's attention core: both forms mapped (selective drops, flash replaces, each one's probabilities).
+template <std::size_t P, class Local, class Global, recompute_kind K, bool Fl>
+struct recompute_map<local_global_attention<P, Local, Global>, K, Fl> {
+  using type = local_global_attention<P, recompute_map_t<Local, K, Fl>, recompute_map_t<Global, K, Fl>>;
 };
 // A pipeline stage's carried copy of a tied embedding: the stage's layers mapped, the carried
 // parameters left as they are (they are never run).

@@ -7,6 +7,7 @@
 //   linear<In, Out, column>                             column_parallel_linear (Out/TP outputs)
 //   linear<In, Out, row>                                row_parallel_linear (In/TP inputs)
 //   causal_attention<H, KVH, D, Pos, W>                 causal_attention<H/TP, KVH/TP, D, Pos, W>
+//   local_global_attention<P, Local, Global>            both forms mapped (Gemma 3)
 //   gelu<F>, swiglu<F>, geglu<F>                        gelu<F/TP>, swiglu<F/TP>, geglu<F/TP>
 //   token_embedding<V, C>, lm_head<V, C, Tie>           vocabulary-parallel forms
 //   positional_embedding<Ctx, C>                        itself (SP: on the sequence slice)
@@ -25,6 +26,7 @@
 #include "weft/model/layer_check.hpp"               // detail::invalid_layer
 #include "weft/model/layernorm.hpp"                 // layernorm
 #include "weft/model/linear.hpp"                    // linear, packed
+#include "weft/model/local_global_attention.hpp"    // local_global_attention
 #include "weft/model/lm_head.hpp"                   // lm_head
 #include "weft/model/named.hpp"                     // named
 #include "weft/model/bias_free_layernorm.hpp"       // bias_free_layernorm
@@ -239,21 +241,26 @@ struct tp_shard<layernorm<C, Eps>, TP, SP, R> {
 // QK-norm normalises the rank's heads inside the region; its gains are whole on every rank and
 // their gradients summed over the group (model/qk_norm.hpp). Heads not divisible by tp are
 // reported by the causal_attention beside it; the stand-in keeps the region chaining.
-template <std::size_t H, std::size_t KVH, std::size_t D, double Eps, std::size_t TP, bool SP, bool R>
-struct tp_shard<qk_norm<H, KVH, D, Eps>, TP, SP, R> {
-  static_assert(detail::tp_inside<qk_norm<H, KVH, D, Eps>, R>);
+template <std::size_t H, std::size_t KVH, std::size_t D, double Eps, bool U, std::size_t TP, bool SP, bool R>
+struct tp_shard<qk_norm<H, KVH, D, Eps, U>, TP, SP, R> {
+  static_assert(detail::tp_inside<qk_norm<H, KVH, D, Eps, U>, R>);
   using type = tensor_parallel_qk_norm<(diag::divisible<H, TP> ? H / TP : H), (diag::divisible<KVH, TP> ? KVH / TP : KVH),
-                                       D, TP, SP, Eps>;
+                                       D, TP, SP, Eps, U>;
 };
 template <std::size_t C, double Eps, std::size_t TP, bool SP, bool R>
 struct tp_shard<bias_free_layernorm<C, Eps>, TP, SP, R> {
   static_assert(detail::tp_outside<bias_free_layernorm<C, Eps>, R>);
   using type = bias_free_layernorm<C, Eps>;
 };
-template <std::size_t C, double Eps, std::size_t TP, bool SP, bool R>
-struct tp_shard<rmsnorm<C, Eps>, TP, SP, R> {
-  static_assert(detail::tp_outside<rmsnorm<C, Eps>, R>);
-  using type = rmsnorm<C, Eps>;
+template <std::size_t C, double Eps, bool U, std::size_t TP, bool SP, bool R>
+struct tp_shard<rmsnorm<C, Eps, U>, TP, SP, R> {  // U: Gemma's x̂·(1 + w)
+  static_assert(detail::tp_outside<rmsnorm<C, Eps, U>, R>);
+  using type = rmsnorm<C, Eps, U>;
+};
+// Gemma 3's attention core: its local and global forms mapped alike (the rank's heads).
+template <std::size_t P, class Local, class Global, std::size_t TP, bool SP, bool R>
+struct tp_shard<local_global_attention<P, Local, Global>, TP, SP, R> {
+  using type = local_global_attention<P, tp_shard_t<Local, TP, SP, R>, tp_shard_t<Global, TP, SP, R>>;
 };
 
 // A mixture of experts runs whole on every rank of the group (its experts, or under expert

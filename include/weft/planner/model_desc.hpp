@@ -49,11 +49,22 @@ struct model_desc {
   std::size_t shared_kept = 0;     ///< elements the shared expert keeps per token (0 without one)
   std::size_t head_dim = 0;        ///< elements of an attention head (0: width / heads)
   std::size_t window = 0;          ///< sliding window of keys (0: none)
+  /// Layers of a windowed model that attend to the whole sequence all the same (Gemma 3: every
+  /// pattern-th; 0: the window applies to every layer).
+  std::size_t global_layers = 0;
 
   /// Query heads times head size: the width attention works in (width unless head_dim is set).
   constexpr std::size_t attention_width() const noexcept { return head_dim ? heads * head_dim : width; }
   /// Keys a query attends to at most: the window when it is shorter than the sequence.
   constexpr std::size_t attention_span(std::size_t seq) const noexcept { return window && window < seq ? window : seq; }
+  /// Keys a query attends to, averaged over the layers: attention_span for all but the
+  /// global_layers, which see the whole sequence.
+  constexpr double mean_attention_span(std::size_t seq) const noexcept {
+    const std::size_t g = global_layers < depth ? global_layers : depth;
+    return depth == 0 ? static_cast<double>(attention_span(seq))
+                      : (static_cast<double>(depth - g) * static_cast<double>(attention_span(seq)) +
+                         static_cast<double>(g) * static_cast<double>(seq)) / static_cast<double>(depth);
+  }
   constexpr std::size_t params() const noexcept { return pre.total() + depth * block.total() + post.total(); }
   /// Expert parameter elements one of `ep` expert-parallel ranks of a stage of `pp` holds: the
   /// stage's moe_mlp layers (one per block: moe_layers / pp), E/ep experts each.
@@ -88,7 +99,7 @@ struct model_desc {
   /// 6 per multiplying parameter a token uses, 12·h·s per layer for attention).
   constexpr double stage_flops_per_token(std::size_t s, std::size_t pp, std::size_t seq) const noexcept {
     double f = static_cast<double>(depth / pp) * (6.0 * static_cast<double>(block.total() - block_inactive_params()) +
-                                                  12.0 * static_cast<double>(attention_width() * attention_span(seq)));
+                                                  12.0 * static_cast<double>(attention_width()) * mean_attention_span(seq));
     if (s == 0) f += 6.0 * static_cast<double>(pre.total() - lookup_params - tied_table);
     if (s + 1 == pp) f += 6.0 * static_cast<double>(post.total() + tied_table);
     return f;
@@ -97,7 +108,7 @@ struct model_desc {
   /// experts counts the top-k experts a token uses, not all E: the plan's count includes them all).
   constexpr double flops_per_token(std::size_t seq) const noexcept {
     return 6.0 * static_cast<double>(params() - lookup_params - depth * block_inactive_params()) +
-           12.0 * static_cast<double>(depth * attention_width() * attention_span(seq));
+           12.0 * static_cast<double>(depth * attention_width()) * mean_attention_span(seq);
   }
 };
 
@@ -199,6 +210,7 @@ constexpr model_desc describe() noexcept {
   m.head_dim = weft::detail::head_dim_of<Model>();
   m.window = weft::detail::attention_span_of<Model, static_cast<std::size_t>(-1)>();
   if (m.window == static_cast<std::size_t>(-1)) m.window = 0;
+  if constexpr (requires { Model::config::global_layers; }) m.global_layers = Model::config::global_layers;
   return m;
 }
 

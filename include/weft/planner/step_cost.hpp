@@ -143,10 +143,14 @@ constexpr double layer_forward_elementwise_bytes(const model_desc& md, std::size
 constexpr double max0(double x) noexcept { return x > 0 ? x : 0; }
 
 // The keys each query's attention products cover: a sliding window shorter than the sequence
-// when the kernels are fused (they skip the band's outside), else the whole sequence.
+// when the kernels are fused (they skip the band's outside), else the whole sequence; averaged
+// over the layers (rounded up) where some see the whole sequence (model_desc::global_layers).
 constexpr std::size_t layer_keys(const model_desc& md, std::size_t seq, const strategy_desc& s,
                                  const job_options& o) noexcept {
-  return o.fused_attention || s.flash ? md.attention_span(seq) : seq;
+  if (!(o.fused_attention || s.flash)) return seq;
+  const double mean = md.mean_attention_span(seq);  // Gemma 3: its global layers at seq
+  const auto keys = static_cast<std::size_t>(mean);
+  return static_cast<double>(keys) < mean ? keys + 1 : keys;
 }
 
 }  // namespace detail
@@ -268,7 +272,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // recomputed FLOPs per token: the forward (full) or the attention core, 4·q·w a layer (selective),
   // plus with flash the scores, 2·q·w a layer (q = heads · head size, w = the keys a query sees,
   // as the model FLOPs count them)
-  const double qw = static_cast<double>(md.attention_width() * md.attention_span(seq));
+  const double qw = static_cast<double>(md.attention_width()) * md.mean_attention_span(seq);
   const double rc_per_token = (s.recompute == recompute_kind::full
                                    ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * qw)
                                    : drops_scores ? static_cast<double>(md.depth) * 4 * qw : 0) +
