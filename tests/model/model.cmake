@@ -62,7 +62,10 @@ foreach(stem IN ITEMS layer_missing_in_width layer_missing_out_width layer_missi
                       make_training_step_ep_without_all_to_all distributed_step_ep_without_all_to_all
                       neox_config_missing_hyper_parameter neox_width_not_divisible_by_heads neox_config_llama_tag
                       neox_norm_eps_out_of_range neox_rope_theta_below_two neox_rotary_pct_out_of_range
-                      neox_rotary_dims_odd)
+                      neox_rotary_dims_odd gemma3_missing_hyper_parameter gemma3_heads_not_divisible_by_kv_heads
+                      gemma3_odd_head_dim gemma3_query_pre_attn_scalar gemma3_zero_pattern gemma3_zero_window
+                      gemma3_rope_theta_below_two gemma3_local_base_below_two gemma3_norm_eps_out_of_range
+                      gemma3_foreign_tag)
   if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/fail/${stem}.cpp)
     add_test(NAME fail_once.${stem}
              COMMAND ${CMAKE_COMMAND} -DCXX=${CMAKE_CXX_COMPILER} -DSRC=${CMAKE_CURRENT_SOURCE_DIR}/fail/${stem}.cpp

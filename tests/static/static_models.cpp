@@ -115,6 +115,12 @@ using qwen3_06b = llama<llama_config<vocab<151936>, context<40960>, width<1024>,
 using pythia_70m = gpt_neox<neox_config<vocab<50304>, context<2048>, width<512>, heads<8>, depth<6>>>;
 using pythia_160m = gpt_neox<neox_config<vocab<50304>, context<2048>, width<768>, heads<12>, depth<12>>>;
 using pythia_1b = gpt_neox<neox_config<vocab<50304>, context<2048>, width<2048>, heads<8>, depth<16>>>;
+using gemma3_1b = gemma3<gemma3_config<vocab<262144>, context<32768>, width<1152>, heads<4>, kv_heads<1>, depth<26>,
+                                       ffn<6912>>>;  // head_dim 256, window 512, pattern 6, bases 1e6 / 1e4, eps 1e-6
+using gemma3_270m = gemma3<gemma3_config<vocab<262144>, context<32768>, width<640>, heads<4>, kv_heads<1>, depth<18>,
+                                         ffn<2048>>>;
+using gemma3_4b = gemma3<gemma3_config<vocab<262208>, context<131072>, width<2560>, heads<8>, kv_heads<4>, depth<34>,
+                                       ffn<10240>, rope_scaling<linear_rope_scaling<8>>>>;  // its language model
 // example-end ready-models
 static_assert(llama3_8b::param_count == 8030261248);  // Meta-Llama-3-8B as Hugging Face counts it
 static_assert(llama3_8b::config::rope_theta == 500000 && tiny_llama::config::rope_theta == 10000);
@@ -170,6 +176,36 @@ static_assert(pythia_70m::find_param("layers.0.attn.c_attn.weight") == 50304 * 5
 static_assert(pythia_70m::find_param("layers.0.ln_2.weight") != npos_param &&
               pythia_70m::find_param("layers.5.mlp.c_proj.bias") != npos_param &&
               pythia_70m::find_param("norm.bias") != npos_param && pythia_70m::find_param("head.weight") != npos_param);
+// Gemma 3 (google/gemma-3-*): per block q/o 2·C·H·D, k/v 2·C·KVH·D, the q/k norms 2·D, GeGLU
+// 3·C·F and four (1 + w) RMSNorms 4·C; the table V·C once (the head is tied) and a final norm C
+static_assert(language_model<gemma3_1b> && gemma3_1b::param_count == 999885952);
+static_assert(gemma3_1b::param_count ==
+              262144 * 1152 + 1152 + 26 * (2 * 1152 * 4 * 256 + 2 * 1152 * 256 + 2 * 256 + 3 * 1152 * 6912 + 4 * 1152));
+static_assert(gemma3_270m::param_count == 268098176);
+static_assert(gemma3_270m::param_count ==
+              262144 * 640 + 640 + 18 * (2 * 640 * 4 * 256 + 2 * 640 * 256 + 2 * 256 + 3 * 640 * 2048 + 4 * 640));
+static_assert(gemma3_4b::param_count ==
+              262208 * 2560 + 2560 + std::size_t{34} * (2 * 2560 * 8 * 256 + 2 * 2560 * 4 * 256 + 2 * 256 + 3 * 2560 * 10240 + 4 * 2560));
+static_assert(gemma3_1b::head_dim == 256 && gemma3_1b::lookup_param_count == 0 && gemma3_1b::kv_heads == 1);
+static_assert(gemma3_1b::config::sliding_window == 512 && gemma3_1b::config::pattern == 6 &&
+              gemma3_1b::config::global_layers == 4 && gemma3_1b::config::norm_epsilon == 1e-6);
+static_assert(std::is_same_v<typename gemma3_1b::config::local_position, rotary<10000>> &&
+              std::is_same_v<typename gemma3_1b::config::global_position, rotary<1000000>> &&
+              std::is_same_v<typename gemma3_4b::config::global_position, rotary<1000000, 0, linear_rope_scaling<8>>>);
+static_assert(std::string_view(gemma3_1b::family) == "gemma3");
+// transformers' names, one to one (docs/models.md): model.embed_tokens, layers.{i}.input_layernorm, …
+static_assert(gemma3_1b::find_param("embed.weight") == 0);
+static_assert(gemma3_1b::find_param("layers.0.input_layernorm.weight") == 262144 * 1152);
+static_assert(gemma3_1b::find_param("layers.0.self_attn.c_attn.weight") == 262144 * 1152 + 1152);
+static_assert(gemma3_1b::find_param("layers.25.self_attn.qk_norm.q_weight") != npos_param &&
+              gemma3_1b::find_param("layers.25.post_attention_layernorm.weight") != npos_param &&
+              gemma3_1b::find_param("layers.25.pre_feedforward_layernorm.weight") != npos_param &&
+              gemma3_1b::find_param("layers.25.mlp.gate_up.weight") != npos_param &&
+              gemma3_1b::find_param("layers.25.post_feedforward_layernorm.weight") != npos_param &&
+              gemma3_1b::find_param("norm.weight") + 1152 == gemma3_1b::param_count);
+// the plan's attention FLOPs: 22 local layers see 512 keys, 4 global ones the whole 4096
+static_assert(plan<gemma3_1b, batch<micro<1>, seq<4096>>>::flops_per_token ==
+              6 * gemma3_1b::param_count + 12 * 4 * 256 * (22 * 512 + 4 * 4096));
 }  // namespace ready
 
 // ---- the plan over them ----

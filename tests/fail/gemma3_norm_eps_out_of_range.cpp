@@ -1,0 +1,4 @@
+// expect: weft::gemma3_config: norm_eps<> is not in \(0, 1\)
+#include "weft/model/gemma3.hpp"
+using m = weft::gemma3<weft::gemma3_config<weft::vocab<16>, weft::context<8>, weft::width<8>, weft::heads<2>, weft::depth<2>, weft::ffn<12>, weft::head_dim<4>, weft::norm_eps<1.0>>>;
+static_assert(m::param_count > 0);
