@@ -5,7 +5,7 @@
 // pipeline's micro-batches, or the gradient-accumulation count). After several steps the loss
 // and the gradient norm of every step must agree on every rank. An unknown preset, model or
 // dtype ends the run with one line and status 2 (no fallback to a default strategy).
-//   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama|llama-variant|gemma-like|neox> <f64|f32> [steps]
+//   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama|llama-variant|gemma-like|neox|gemma3> <f64|f32> [steps]
 //   mpirun -np 1 mpi_entry_equivalence --list
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
 
@@ -51,6 +51,13 @@ struct gemma_variant_t
 // each head of 4 rotating, a GELU MLP with biases, an untied head
 template <std::size_t Depth>
 using neox_t = gpt_neox<neox_config<vocab<32>, context<8>, width<16>, heads<4>, depth<Depth>, rotary_pct<0.5>>>;
+// Gemma 3 (gemma3): sandwich blocks of four (1 + w) RMSNorms, QK-norm, GeGLU, a tied head, and
+// every third block global (block 2 of 4: the second pipeline stage's first block) while the
+// others attend through a window of 3 with another rotary base; the global layers' frequencies
+// scaled linearly by 4
+template <std::size_t Depth>
+using gemma3_t = gemma3<gemma3_config<vocab<32>, context<8>, width<16>, heads<4>, kv_heads<2>, head_dim<6>, depth<Depth>,
+                                      ffn<24>, sliding_window<3>, layer_pattern<3>, rope_scaling<linear_rope_scaling<4>>>>;
 constexpr std::size_t B = 2, S = 8;  // per rank: micro-batches of 2 sequences of 8 tokens
 constexpr std::size_t K = 2;         // micro-batches per step when there is no pipeline
 
@@ -228,6 +235,17 @@ bool dispatch_neox(mpi_communicator& world, std::string_view p, std::size_t step
   return true;
 }
 
+// Gemma 3 (f64): the layer index under ZeRO-3's block windows and pipeline stages (interleaved
+// chunks too), with tensor and sequence parallelism.
+bool dispatch_gemma3(mpi_communicator& world, std::string_view p, std::size_t steps, double tol) {
+  const std::string n(p);
+  if (p == "zero3") run<gemma3_t<4>, double, dp_s<3>>(world, n, steps, tol);
+  else if (p == "pp2-interleaved") run<gemma3_t<4>, double, pp_s<2, interleaved<2>, 4>>(world, n, steps, tol);
+  else if (p == "tp2-sp-pp2") run<gemma3_t<4>, double, tp_sp_pp_s<one_f_one_b>>(world, n, steps, tol);
+  else return false;
+  return true;
+}
+
 constexpr const char* presets =
     "dp zero1 zero2 zero3 tp2 tp2-sp tp4 tp4-sp-zero2 pp2-gpipe pp2-1f1b pp2-interleaved pp2-1f1b-zero2 pp4-1f1b "
     "pp4-interleaved3 tp2-pp2 tp2-pp2-gpipe-zero2 tp2-recompute-full tp2-sp-recompute-selective pp2-recompute-full "
@@ -237,6 +255,7 @@ constexpr const char* core_presets = "dp zero3 tp2-sp pp2-interleaved tp2-pp2 tp
 constexpr const char* variant_presets = "zero3 pp2-interleaved tp2-pp2 tp2-sp-pp2 tp2-sp-pp2-flash";
 constexpr const char* gemma_presets = "zero3 tp2-sp-pp2";
 constexpr const char* neox_presets = "zero3 tp2-pp2 tp2-sp-pp2";
+constexpr const char* gemma3_presets = "zero3 pp2-interleaved tp2-sp-pp2";
 
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
@@ -248,10 +267,10 @@ int main(int argc, char** argv) {
   const std::string preset = argc > 1 ? argv[1] : "", model = argc > 2 ? argv[2] : "", dtype = argc > 3 ? argv[3] : "";
   char* end = nullptr;
   const std::size_t steps = argc > 4 ? std::strtoul(argv[4], &end, 10) : 4;
-  const bool args_ok = argc >= 4 && argc <= 5 && (model == "gpt" || model == "llama" || model == "llama-variant" || model == "gemma-like" || model == "neox") &&
+  const bool args_ok = argc >= 4 && argc <= 5 && (model == "gpt" || model == "llama" || model == "llama-variant" || model == "gemma-like" || model == "neox" || model == "gemma3") &&
                        (dtype == "f64" || dtype == "f32") && (argc == 4 || (*end == '\0' && steps > 0));
   collective_check(world, args_ok,
-                   "entry_equivalence: usage: <preset> <gpt|llama|llama-variant|gemma-like|neox> <f64|f32> [steps > 0]; got '" + preset + " " + model +
+                   "entry_equivalence: usage: <preset> <gpt|llama|llama-variant|gemma-like|neox|gemma3> <f64|f32> [steps > 0]; got '" + preset + " " + model +
                        " " + dtype + "'",
                    2);
   const double tol = dtype == "f64" ? 1e-10 : 2e-5;
@@ -259,13 +278,14 @@ int main(int argc, char** argv) {
   if (model == "llama-variant") known = dtype == "f64" && dispatch_variant(world, preset, steps, tol);
   else if (model == "gemma-like") known = dtype == "f64" && dispatch_gemma(world, preset, steps, tol);
   else if (model == "neox") known = dtype == "f64" && dispatch_neox(world, preset, steps, tol);
+  else if (model == "gemma3") known = dtype == "f64" && dispatch_gemma3(world, preset, steps, tol);
   else if (model == "gpt" && dtype == "f64") known = dispatch_all<gpt_t, double>(world, preset, steps, tol);
   else if (model == "gpt") known = dispatch_core<gpt_t, float>(world, preset, steps, tol);
   else if (dtype == "f64") known = dispatch_core<llama_t, double>(world, preset, steps, tol);
   else known = dispatch_core<llama_t, float>(world, preset, steps, tol);
   collective_check(world, known,
                    "entry_equivalence: unknown preset '" + preset + "' for " + model + " " + dtype + " (gpt f64: " +
-                       presets + "; llama-variant f64: " + variant_presets + "; gemma-like f64: " + gemma_presets + "; neox f64: " + neox_presets + "; otherwise: " + core_presets + ")",
+                       presets + "; llama-variant f64: " + variant_presets + "; gemma-like f64: " + gemma_presets + "; neox f64: " + neox_presets + "; gemma3 f64: " + gemma3_presets + "; otherwise: " + core_presets + ")",
                    2);
   return test::finish(world, ("entry_equivalence " + preset + " " + model + " " + dtype).c_str());
 }
