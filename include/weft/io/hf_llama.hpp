@@ -41,6 +41,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -53,10 +54,14 @@
 
 namespace weft {
 
-/// A run of rows of a weft parameter that is one tensor in a Hugging Face file.
+/// A run of a weft parameter's elements that is one tensor in a Hugging Face file. The parts of
+/// a parameter follow each other in its elements, first part first. A part is `rows` rows of the
+/// parameter (its shape: rows, then the parameter's other extents) unless `shape` is given: then
+/// it is that many elements, in that shape (one expert's (F, C) block of an (E, 2F, C) parameter).
 struct hf_tensor_part {
   std::string name;
   std::size_t rows = 0;
+  std::vector<std::int64_t> shape = {};
 };
 
 namespace detail {
@@ -98,6 +103,18 @@ inline std::vector<std::int64_t> hf_part_shape(const param_info& p, std::size_t 
   std::vector<std::int64_t> s{static_cast<std::int64_t>(rows)};
   for (std::size_t i = 1; i < p.shape.size(); ++i) s.push_back(static_cast<std::int64_t>(p.shape[i]));
   return s;
+}
+
+// The shape of part `part` of parameter `p` in the file (its own, or its rows and p's other extents).
+inline std::vector<std::int64_t> hf_part_shape(const param_info& p, const hf_tensor_part& part) {
+  return part.shape.empty() ? hf_part_shape(p, part.rows) : part.shape;
+}
+
+// The elements of a part: the product of its shape.
+inline std::size_t hf_part_elements(const std::vector<std::int64_t>& shape) {
+  std::size_t n = 1;
+  for (const std::int64_t e : shape) n *= static_cast<std::size_t>(e);
+  return n;
 }
 
 // The files of a checkpoint: one .safetensors, or a directory with model.safetensors or the shards
@@ -169,32 +186,40 @@ inline std::string hf_number(double v) {
   return std::string(buf, r.ptr);
 }
 
-// Checks what config.json says about the function the weights compute against llama model M: the
-// sizes the tensors' shapes cannot tell apart (heads against head size), rms_norm_eps, rope_theta
-// and rope_scaling, the sliding window (as it acts on M's context) and the activation. Throws a
-// one-line checkpoint_error that names the tag to change; a field the file lacks is not checked.
-template <class M>
-void check_hf_config(const std::filesystem::path& file) {
-  using Cfg = typename M::config;
+// config.json as a JSON object, or a one-line checkpoint_error.
+inline io::detail::json hf_read_config(const std::filesystem::path& file) {
   std::ifstream in(file);
-  const io::detail::json j = io::detail::json::parse(in, nullptr, false);
-  const std::string where = "weft::load_hf_weights: " + file.string();
-  if (j.is_discarded() || !j.is_object()) throw checkpoint_error(where + " is not a JSON object");
-  auto number = [&](const char* key, double& out) {
-    if (!j.contains(key) || j[key].is_null()) return false;
-    if (!j[key].is_number()) throw checkpoint_error(where + ": \"" + key + "\" is not a number");
-    out = j[key].get<double>();
-    return true;
-  };
-  auto refuse = [&](const std::string& what, const std::string& fix) {
-    throw checkpoint_error(where + ": " + what + "; " + fix + " (this model: " + std::string(M::family) + ", " +
-                           std::to_string(M::width) + " wide, " + std::to_string(M::heads) + " heads)");
-  };
-  if (j.contains("model_type") && j["model_type"].is_string()) {
-    const std::string t = j["model_type"].get<std::string>();
-    if (t != "llama" && t != "mistral" && t != "qwen2" && t != "qwen3")
-      refuse("model_type is \"" + t + "\"", "weft reads the llama, mistral, qwen2 and qwen3 layouts");
-  }
+  io::detail::json j = io::detail::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw checkpoint_error("weft::load_hf_weights: " + file.string() + " is not a JSON object");
+  return j;
+}
+
+// Reads config.json's number `key` into `out`; false when absent or null.
+inline bool hf_config_number(const io::detail::json& j, const std::string& where, const char* key, double& out) {
+  if (!j.contains(key) || j[key].is_null()) return false;
+  if (!j[key].is_number()) throw checkpoint_error(where + ": \"" + key + "\" is not a number");
+  out = j[key].get<double>();
+  return true;
+}
+
+// A one-line refusal of config.json `where` for model M: what is wrong, then the fix.
+template <class M>
+[[noreturn]] void hf_config_refuse(const std::string& where, const std::string& what, const std::string& fix) {
+  throw checkpoint_error(where + ": " + what + "; " + fix + " (this model: " + std::string(M::family) + ", " +
+                         std::to_string(M::width) + " wide, " + std::to_string(M::heads) + " heads)");
+}
+
+// Checks what config.json `j` says about the attention, norms and activation of llama-bodied model M
+// (llama<> or moe_llama<>): the sizes the tensors' shapes cannot tell apart (heads against head
+// size), rms_norm_eps, rope_theta and rope_scaling, the sliding window (as it acts on M's context)
+// and the activation. Throws a one-line checkpoint_error that names the tag to change; a field the
+// file lacks is not checked. model_type is the caller's to check.
+template <class M>
+void check_hf_llama_fields(const io::detail::json& j, const std::string& where) {
+  using Cfg = typename M::config;
+  auto number = [&](const char* key, double& out) { return hf_config_number(j, where, key, out); };
+  auto refuse = [&](const std::string& what, const std::string& fix) { hf_config_refuse<M>(where, what, fix); };
   double v = 0;
   if (number("num_attention_heads", v) && v != double(M::heads))
     refuse("num_attention_heads is " + hf_number(v) + ", this model has " + std::to_string(M::heads),
@@ -265,6 +290,20 @@ void check_hf_config(const std::filesystem::path& file) {
                       : std::string("build the llama without sliding_window<>"));
 }
 
+// Checks config.json `file` against llama model M: model_type (llama, mistral, qwen2 or qwen3),
+// then check_hf_llama_fields.
+template <class M>
+void check_hf_config(const std::filesystem::path& file) {
+  const io::detail::json j = hf_read_config(file);
+  const std::string where = "weft::load_hf_weights: " + file.string();
+  if (j.contains("model_type") && j["model_type"].is_string()) {
+    const std::string t = j["model_type"].get<std::string>();
+    if (t != "llama" && t != "mistral" && t != "qwen2" && t != "qwen3")
+      hf_config_refuse<M>(where, "model_type is \"" + t + "\"", "weft reads the llama, mistral, qwen2 and qwen3 layouts");
+  }
+  check_hf_llama_fields<M>(j, where);
+}
+
 template <class Plan>
 void check_hf_llama() {
   static_assert(is_llama_family<hf_llama_model<Plan>>,
@@ -272,17 +311,16 @@ void check_hf_llama() {
                 "Hugging Face LLaMA-family layout). Load gpt<> models with load_weights.");
 }
 
-}  // namespace detail
+// ---- the shared loader and writer: a model's parameters as named parts ----
 
-/// Loads a Hugging Face LLaMA-family checkpoint (LLaMA, Mistral, Qwen 2/3) into a llama<…> step.
-template <class Plan>
-void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path) {
-  detail::check_hf_llama<Plan>();
-  using M = detail::hf_llama_model<Plan>;
+// Loads the checkpoint at `path` into st, each parameter p from the tensors parts_of(p) names
+// (io/hf_llama.hpp's top says what is checked before anything is written). `family` names the
+// model kind in messages ("llama").
+template <class Plan, class PartsOf>
+void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, PartsOf parts_of, const char* family) {
   using T = typename Plan::value_type;
   using Master = typename Plan::master_type;  // T unless mixed precision
-  if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_config<M>(config);
-  const detail::hf_weight_files files(path);
+  const hf_weight_files files(path);
   struct read_job {
     const safetensors_file* file;
     std::string name;
@@ -292,32 +330,34 @@ void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path)
   std::set<std::string> used;
   // 1. every tensor present, of the right shape and a float dtype, before anything is written
   for (const param_info& p : st.parameter_infos()) {
-    const auto parts = detail::hf_llama_parts<M>(p);
+    const std::vector<hf_tensor_part> parts = parts_of(p);
     if (parts.empty())
       throw checkpoint_error("weft::load_hf_weights: parameter '" + p.name + "' has no Hugging Face name");
-    const std::size_t cols = p.shape.size() > 1 ? p.size / p.shape[0] : 1;
-    std::size_t row = 0;
+    std::size_t at = 0;  // elements into the parameter
     for (const hf_tensor_part& part : parts) {
       const safetensors_file* f = files.find(part.name);
       if (f == nullptr)
         throw checkpoint_error(
             "weft::load_hf_weights: " + files.describe() + " has no tensor '" + part.name + "'" +
-            (part.name == "lm_head.weight" ? "; the checkpoint ties its head to the embedding: build the llama with "
-                                             "tie_word_embeddings<>"
-                                           : "; it was saved for another model (this one: " + detail::model_signature<Plan>() +
+            (part.name == "lm_head.weight" ? "; the checkpoint ties its head to the embedding: build the " +
+                                                 std::string(family) + " with tie_word_embeddings<>"
+                                           : "; it was saved for another model (this one: " + model_signature<Plan>() +
                                                  ")"));
       const auto& info = f->info(part.name);
-      if (info.shape != detail::hf_part_shape(p, part.rows))
+      const std::vector<std::int64_t> shape = hf_part_shape(p, part);
+      if (info.shape != shape)
         throw checkpoint_error("weft::load_hf_weights: " + f->path() + ": tensor '" + part.name + "' has shape " +
                                io::detail::shape_string(info.shape) + ", this model needs " +
-                               io::detail::shape_string(detail::hf_part_shape(p, part.rows)) + " (this model: " +
-                               detail::model_signature<Plan>() + ")");
-      if (!detail::st_float_dtype(info.dtype))
+                               io::detail::shape_string(shape) + " (this model: " + model_signature<Plan>() + ")");
+      if (!st_float_dtype(info.dtype))
         throw checkpoint_error("weft::load_hf_weights: " + f->path() + ": tensor '" + part.name + "' has dtype " +
                                info.dtype + "; parameters load from F32, F64, F16 or BF16");
-      jobs.push_back({f, part.name, p.offset + row * cols, part.rows * cols});
+      const std::size_t count = hf_part_elements(shape);
+      if (at + count > p.size)
+        throw checkpoint_error("weft::load_hf_weights: the Hugging Face parts of '" + p.name + "' overrun it");
+      jobs.push_back({f, part.name, p.offset + at, count});
       used.insert(part.name);
-      row += part.rows;
+      at += count;
     }
   }
   // A tensor the model would drop (a bias, a norm, an untied head it does not have) changes what
@@ -333,10 +373,10 @@ void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path)
         continue;
       throw checkpoint_error("weft::load_hf_weights: " + files.describe() +
                              " has an lm_head.weight that differs from its embedding, but this model ties its head: "
-                             "build the llama without tie_word_embeddings<>");
+                             "build the " + std::string(family) + " without tie_word_embeddings<>");
     }
     throw checkpoint_error("weft::load_hf_weights: " + files.describe() + " has tensor '" + n +
-                           "' that this model has no parameter for (this model: " + detail::model_signature<Plan>() +
+                           "' that this model has no parameter for (this model: " + model_signature<Plan>() +
                            "); a q/k/v bias needs qkv_bias<>, q/k norms query_key_norm<>");
   }
   // 2. the values, in the master type (then rounded once into the parameters under mixed precision)
@@ -356,37 +396,31 @@ void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path)
               flat(host_context{}, static_cast<const Master*>(dst), st.params().size()));
 }
 
-/// Writes a llama<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the
-/// names above, the element type's dtype) and dir/config.json (model_type llama, mistral with a
-/// sliding window, qwen2 with q/k/v biases, qwen3 with q/k norms).
-template <class Plan>
-void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path& dir) {
-  detail::check_hf_llama<Plan>();
-  using M = detail::hf_llama_model<Plan>;
-  using Cfg = typename M::config;
+// Writes st's parameters as dir/model.safetensors, each parameter p as the tensors parts_of(p).
+template <class Plan, class PartsOf>
+void hf_save_parts(const training_step<Plan>& st, const std::filesystem::path& dir, PartsOf parts_of) {
   using T = typename Plan::value_type;
   std::filesystem::create_directories(dir);
   safetensors_writer w;
   for (const param_info& p : st.parameter_infos()) {
-    const std::size_t cols = p.shape.size() > 1 ? p.size / p.shape[0] : 1;
-    std::size_t row = 0;
-    for (const hf_tensor_part& part : detail::hf_llama_parts<M>(p)) {
-      w.add(part.name, detail::st_dtype_name<T>(), detail::hf_part_shape(p, part.rows),
-            st.params().data() + p.offset + row * cols, part.rows * cols * sizeof(T));
-      row += part.rows;
+    std::size_t at = 0;  // elements into the parameter
+    for (const hf_tensor_part& part : parts_of(p)) {
+      const std::vector<std::int64_t> shape = hf_part_shape(p, part);
+      const std::size_t count = hf_part_elements(shape);
+      w.add(part.name, st_dtype_name<T>(), shape, st.params().data() + p.offset + at, count * sizeof(T));
+      at += count;
     }
   }
   w.set_metadata("format", "pt");
   w.write(dir / "model.safetensors");
+}
 
-  const char* type = Cfg::qk_normalised ? "qwen3" : Cfg::attention_bias ? "qwen2" : Cfg::sliding_window ? "mistral" : "llama";
-  const char* arch = Cfg::qk_normalised    ? "Qwen3ForCausalLM"
-                     : Cfg::attention_bias ? "Qwen2ForCausalLM"
-                     : Cfg::sliding_window ? "MistralForCausalLM"
-                                           : "LlamaForCausalLM";
-  io::detail::json c = {{"architectures", {arch}},
-                        {"model_type", type},
-                        {"vocab_size", M::vocab_size},
+// The config.json fields of llama-bodied model M (llama<> or moe_llama<>) with element type T that
+// do not depend on the model_type: sizes, rotary positions, norms, window, head tying, dtype.
+template <class M, class T>
+io::detail::json hf_llama_config_json() {
+  using Cfg = typename M::config;
+  io::detail::json c = {{"vocab_size", M::vocab_size},
                         {"hidden_size", M::width},
                         {"intermediate_size", M::ffn},
                         {"num_hidden_layers", M::depth},
@@ -414,9 +448,46 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
       c["max_window_layers"] = 0;
     }
   }
+  return c;
+}
+
+// Writes config.json `c` as dir/config.json.
+inline void hf_write_config(const io::detail::json& c, const std::filesystem::path& dir) {
   std::ofstream out(dir / "config.json");
   out << c.dump(2) << '\n';
   if (!out) throw checkpoint_error("weft::save_hf_weights: cannot write " + (dir / "config.json").string());
+}
+
+}  // namespace detail
+
+/// Loads a Hugging Face LLaMA-family checkpoint (LLaMA, Mistral, Qwen 2/3) into a llama<…> step.
+template <class Plan>
+void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path) {
+  detail::check_hf_llama<Plan>();
+  using M = detail::hf_llama_model<Plan>;
+  if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_config<M>(config);
+  detail::hf_load_parts(st, path, [](const param_info& p) { return detail::hf_llama_parts<M>(p); }, "llama");
+}
+
+/// Writes a llama<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the
+/// names above, the element type's dtype) and dir/config.json (model_type llama, mistral with a
+/// sliding window, qwen2 with q/k/v biases, qwen3 with q/k norms).
+template <class Plan>
+void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path& dir) {
+  detail::check_hf_llama<Plan>();
+  using M = detail::hf_llama_model<Plan>;
+  using Cfg = typename M::config;
+  using T = typename Plan::value_type;
+  detail::hf_save_parts(st, dir, [](const param_info& p) { return detail::hf_llama_parts<M>(p); });
+  const char* type = Cfg::qk_normalised ? "qwen3" : Cfg::attention_bias ? "qwen2" : Cfg::sliding_window ? "mistral" : "llama";
+  const char* arch = Cfg::qk_normalised    ? "Qwen3ForCausalLM"
+                     : Cfg::attention_bias ? "Qwen2ForCausalLM"
+                     : Cfg::sliding_window ? "MistralForCausalLM"
+                                           : "LlamaForCausalLM";
+  io::detail::json c = detail::hf_llama_config_json<M, T>();
+  c["architectures"] = {arch};
+  c["model_type"] = type;
+  detail::hf_write_config(c, dir);
 }
 
 }  // namespace weft
