@@ -9,6 +9,8 @@
 #                                     LLaMA-family names, shards and forward pass
 #   train.hf_neox_crosscheck          the gpt_neox overloads against transformers' GPT-NeoX names,
 #                                     query_key_value's per-head rows and forward pass (Pythia)
+#   train.hf_moe_crosscheck           the moe_llama overloads against transformers' Mixtral and
+#                                     Qwen3-MoE per-expert names, routing and forward pass
 # All exit 77 (skip) without numpy/safetensors.
 add_executable(safetensors_write_sample ${CMAKE_CURRENT_LIST_DIR}/safetensors_write_sample.cpp)
 target_link_libraries(safetensors_write_sample PRIVATE weft::weft)
@@ -18,6 +20,8 @@ add_executable(hf_llama_sample ${CMAKE_CURRENT_LIST_DIR}/hf_llama_sample.cpp)
 target_link_libraries(hf_llama_sample PRIVATE weft::host)
 add_executable(hf_neox_sample ${CMAKE_CURRENT_LIST_DIR}/hf_neox_sample.cpp)
 target_link_libraries(hf_neox_sample PRIVATE weft::host)
+add_executable(hf_moe_sample ${CMAKE_CURRENT_LIST_DIR}/hf_moe_sample.cpp)
+target_link_libraries(hf_moe_sample PRIVATE weft::host)
 
 find_program(WEFT_PYTHON python3)
 if(WEFT_PYTHON)
@@ -33,8 +37,11 @@ if(WEFT_PYTHON)
   add_test(NAME train.hf_neox_crosscheck
            COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_neox_crosscheck.py all
                    $<TARGET_FILE:hf_neox_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_neox_crosscheck)
+  add_test(NAME train.hf_moe_crosscheck
+           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_moe_crosscheck.py all
+                   $<TARGET_FILE:hf_moe_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_moe_crosscheck)
   set_tests_properties(train.safetensors_crosscheck train.gpt2_checkpoint_crosscheck train.hf_llama_crosscheck
-                       train.hf_neox_crosscheck PROPERTIES
+                       train.hf_neox_crosscheck train.hf_moe_crosscheck PROPERTIES
                        LABELS train SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
 else()
