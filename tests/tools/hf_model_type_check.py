@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The weft type of published Hugging Face configs: hf_model_type (tools/hf_model_type.cpp) turns
 each config.json in tests/tools/hf_configs/ (copies of the published files of GPT-2, LLaMA 2 7B,
-LLaMA 3 8B, LLaMA 3.2 1B, Mistral 7B v0.1, Qwen 2.5 0.5B, Qwen 3 0.6B and Pythia-70M) into a
+LLaMA 3 8B, LLaMA 3.2 1B, Mistral 7B v0.1, Qwen 2.5 0.5B, Qwen 3 0.6B, Pythia-70M, Mixtral 8x7B
+v0.1 and Qwen3-30B-A3B) into a
 `using` declaration; one translation unit with all of them and a static_assert each that the
 type's parameter count is the one Hugging Face reports for the checkpoint must compile. A
 configuration weft cannot build must be refused with one line and exit status 1.
@@ -29,6 +30,12 @@ EXPECTED = {
     "qwen2.5-0.5b.json": 494032768,
     "qwen3-0.6b.json": 596049920,
     "pythia-70m.json": 70426624,
+    # 32 layers x (attention 41,943,040 + norms 8,192 + router 32,768 + 8 experts x 3 x 14336 x 4096)
+    # + embedding and head 2 x 131,072,000 + final norm 4,096
+    "mixtral-8x7b-v0.1.json": 46702792704,
+    # 48 layers x (attention 18,874,368 + q/k norms 256 + norms 4,096 + router 262,144
+    # + 128 experts x 3 x 768 x 2048) + embedding and head 2 x 311,164,928 + final norm 2,048
+    "qwen3-30b-a3b.json": 30532122624,
 }
 
 # (what, change to Qwen 2.5 0.5B's config, text the one-line refusal must contain)
@@ -40,6 +47,13 @@ REFUSED = [
     ("a window on some layers", {"use_sliding_window": True, "max_window_layers": 21, "sliding_window": 4096},
      "some layers only"),
     ("a missing width", {"hidden_size": None}, "\"hidden_size\" is missing"),
+]
+# (what, change to Qwen3-30B-A3B's config, text the one-line refusal must contain)
+REFUSED_QWEN3_MOE = [
+    ("top-k gates not renormalised", {"norm_topk_prob": False}, "norm_topk_prob is false"),
+    ("dense layers among the expert ones", {"mlp_only_layers": [0, 1]}, "mlp_only_layers is [0,1]"),
+    ("experts on every other layer", {"decoder_sparse_step": 2}, "decoder_sparse_step is 2"),
+    ("Qwen2-MoE's shared expert", {"model_type": "qwen2_moe"}, "shared expert"),
 ]
 REFUSED_LLAMA = [
     ("LLaMA's attention_bias (o_proj too)", {"attention_bias": True}, "q/k/v biases only"),
@@ -87,7 +101,9 @@ def main(argv):
         qwen = json.load(fh)
     with open(os.path.join(configs, "llama-3-8b.json")) as fh:
         llama = json.load(fh)
-    for base, cases in ((qwen, REFUSED), (llama, REFUSED_LLAMA)):
+    with open(os.path.join(configs, "qwen3-30b-a3b.json")) as fh:
+        qwen3_moe = json.load(fh)
+    for base, cases in ((qwen, REFUSED), (llama, REFUSED_LLAMA), (qwen3_moe, REFUSED_QWEN3_MOE)):
         for what, change, message in cases:
             cfg = dict(base, **change)
             cfg = {k: v for k, v in cfg.items() if v is not None}

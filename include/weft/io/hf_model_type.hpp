@@ -10,16 +10,19 @@
 //                                               [, rope_scaling<llama3_rope_scaling<…>>][, sliding_window<…>]
 //                                               [, qkv_bias<>][, query_key_norm<>][, tie_word_embeddings<>]
 //                                               [, norm_eps<…>]>>
+//   mixtral, qwen3_moe      moe_llama<llama_config<… as above, without ffn<…>; qwen3_moe: query_key_norm<>>,
+//                                     moe_mlp<width, experts, top-k, expert ffn, swiglu_experts[, aux_loss_weight<…>]>>
 //   gpt2                    gpt<gpt_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
 //                                           [, norm_eps<…>]>>
 //   gpt_neox                gpt_neox<neox_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
 //                                                [, rope_theta<…>][, rotary_pct<…>][, norm_eps<…>]>>
 //
 // The optional tags appear only where the config departs from the tag's default, so the text is
-// the shortest spelling of the type; the loaders (io/hf_llama.hpp, io/hf_neox.hpp, and
-// load_weights for GPT-2) then accept the weights and their config.json. A config that describes something weft cannot build (another model
+// the shortest spelling of the type; the loaders (io/hf_llama.hpp, io/hf_moe_llama.hpp, io/hf_neox.hpp,
+// and load_weights for GPT-2) then accept the weights and their config.json. A config that describes something weft cannot build (another model
 // type, an activation other than silu or gelu_new, a rope_scaling other than LLaMA 3.1's, a bias
-// on o_proj, a fractional rope_theta) is refused with a one-line checkpoint_error that says why.
+// on o_proj, a fractional rope_theta, Qwen3-MoE's norm_topk_prob false, dense layers among the expert
+// ones, a shared expert) is refused with a one-line checkpoint_error that says why.
 // `hf_model_type <config.json | checkpoint dir>` (tools/hf_model_type.cpp) prints it.
 #include "weft/io/checkpoint_error.hpp"  // checkpoint_error
 #include "weft/io/json.hpp"              // json
@@ -89,27 +92,73 @@ class hf_config_reader {
 
 inline std::string tag(const char* name, std::uint64_t v) { return std::string(name) + "<" + std::to_string(v) + ">"; }
 
+// The moe_mlp of a mixtral or qwen3_moe config: moe_mlp<width, E, K, F, swiglu_experts[, aux_loss_weight<…>]>.
+// transformers' router_aux_loss_coef weighs a loss K times weft's (ops/topk_router.hpp), so weft's
+// weight is coef · K (weft's default 0.01 is left out).
+inline std::string hf_moe_mlp_type(const hf_config_reader& c, const std::string& model_type, std::uint64_t width) {
+  const bool qwen = model_type == "qwen3_moe";
+  const std::uint64_t experts = c.count(qwen ? "num_experts" : "num_local_experts");
+  const std::uint64_t top_k = c.count("num_experts_per_tok");
+  const std::uint64_t ffn = c.count(qwen ? "moe_intermediate_size" : "intermediate_size");
+  if (experts == 0 || top_k == 0 || top_k > experts)
+    c.refuse("num_experts_per_tok is " + std::to_string(top_k) + " of " + std::to_string(experts) +
+             " experts; weft's moe_mlp routes each token to 1 to all of its experts");
+  if (c.has("shared_expert_intermediate_size") && c.count("shared_expert_intermediate_size") > 0)
+    c.refuse("it has a shared expert (shared_expert_intermediate_size); weft reads mixtral and qwen3_moe experts, all routed");
+  if (qwen) {  // transformers' Qwen3MoeConfig defaults: norm_topk_prob false, decoder_sparse_step 1, mlp_only_layers []
+    if (!c.flag_or("norm_topk_prob", false))
+      c.refuse("norm_topk_prob is false or absent (the top-k gates are not renormalised); weft's router always renormalises "
+               "them to sum 1");
+    if (const std::uint64_t step = c.count_or("decoder_sparse_step", 1); step != 1)
+      c.refuse("decoder_sparse_step is " + std::to_string(step) + " (experts on some layers only); weft's moe_llama has "
+               "experts on every layer");
+    if (c.has("mlp_only_layers")) {
+      const auto& dense = c.at("mlp_only_layers");
+      if (!dense.is_array()) c.refuse("\"mlp_only_layers\" is not a list");
+      if (!dense.empty())
+        c.refuse("mlp_only_layers is " + dense.dump() + " (dense MLPs on those layers); weft's moe_llama has experts on "
+                 "every layer");
+    }
+  }
+  std::string t = "moe_mlp<" + std::to_string(width) + ", " + std::to_string(experts) + ", " + std::to_string(top_k) +
+                  ", " + std::to_string(ffn) + ", swiglu_experts";
+  if (c.has("router_aux_loss_coef")) {
+    const double alpha = c.number_or("router_aux_loss_coef", 0) * static_cast<double>(top_k);
+    if (!(alpha >= 0)) c.refuse("router_aux_loss_coef is negative");
+    // alpha as Num / Den, the smallest power-of-ten Den from 1000 on that holds it
+    std::uint64_t den = 1000;
+    while (den < 1000000000 && std::abs(std::round(alpha * double(den)) - alpha * double(den)) > 1e-6) den *= 10;
+    const auto num = static_cast<std::uint64_t>(std::llround(alpha * double(den)));
+    if (num * 100 != den)  // weft's default, 1 / 100
+      t += ", aux_loss_weight<" + std::to_string(num) + (den == 1000 ? "" : ", " + std::to_string(den)) + ">";
+  }
+  return t + ">";
+}
+
 inline std::string hf_llama_type(const hf_config_reader& c, const std::string& model_type) {
+  const bool moe = model_type == "mixtral" || model_type == "qwen3_moe";
   const std::uint64_t width = c.count("hidden_size"), heads = c.count("num_attention_heads");
   const std::uint64_t kv_heads = c.count_or("num_key_value_heads", heads), depth = c.count("num_hidden_layers");
   const std::uint64_t context = c.count("max_position_embeddings"), vocab = c.count("vocab_size");
-  const std::uint64_t ffn = c.count("intermediate_size");
+  const std::uint64_t ffn = moe ? 0 : c.count("intermediate_size");  // a moe_llama's MLP is its moe_mlp
   if (heads == 0) c.refuse("\"num_attention_heads\" is 0");
   if (const std::string act = c.text_or("hidden_act", "silu"); act != "silu")
     c.refuse("hidden_act is \"" + act + "\"; a llama's MLP is SwiGLU (silu)");
   if (c.flag_or("mlp_bias", false)) c.refuse("mlp_bias is true; weft's llama MLP has no biases");
-  const bool qwen = model_type == "qwen2" || model_type == "qwen3";
+  const bool qwen3 = model_type == "qwen3" || model_type == "qwen3_moe";
+  const bool qwen = model_type == "qwen2" || qwen3;
   // LLaMA's attention_bias puts a bias on q, k, v and o; Qwen 2's q/k/v bias is unconditional
   const bool attention_bias = c.flag_or("attention_bias", false);
   if (attention_bias && !qwen)
     c.refuse("attention_bias is true (a bias on q, k, v and o_proj); weft's llama has q/k/v biases only (qkv_bias<>)");
-  if (attention_bias && model_type == "qwen3")
+  if (attention_bias && qwen3)
     c.refuse("attention_bias is true; weft's Qwen 3 shape has q/k norms and no biases");
 
-  std::string t = "llama<llama_config<" + tag("vocab", vocab) + ", " + tag("context", context) + ", " +
+  std::string t = std::string(moe ? "moe_llama" : "llama") + "<llama_config<" + tag("vocab", vocab) + ", " + tag("context", context) + ", " +
                   tag("width", width) + ", " + tag("heads", heads);
   if (kv_heads != heads) t += ", " + tag("kv_heads", kv_heads);
-  t += ", " + tag("depth", depth) + ", " + tag("ffn", ffn);
+  t += ", " + tag("depth", depth);
+  if (!moe) t += ", " + tag("ffn", ffn);
   if (c.has("head_dim")) {
     const std::uint64_t d = c.count("head_dim");
     if (d * heads != width) t += ", " + tag("head_dim", d);
@@ -137,7 +186,7 @@ inline std::string hf_llama_type(const hf_config_reader& c, const std::string& m
   // the window as the model applies it: Mistral's when set; Qwen's only with use_sliding_window,
   // and then on the layers from max_window_layers on (none when it is the depth, all when 0)
   std::uint64_t window = 0;
-  if (model_type == "mistral") window = c.count_or("sliding_window", 0);
+  if (model_type == "mistral" || model_type == "mixtral") window = c.count_or("sliding_window", 0);
   if (qwen && c.flag_or("use_sliding_window", false)) {
     const std::uint64_t first = c.count_or("max_window_layers", 0);
     if (first > 0 && first < depth)
@@ -147,9 +196,10 @@ inline std::string hf_llama_type(const hf_config_reader& c, const std::string& m
   }
   if (window != 0 && window < context) t += ", " + tag("sliding_window", window);
   if (model_type == "qwen2") t += ", qkv_bias<>";
-  if (model_type == "qwen3") t += ", query_key_norm<>";
+  if (qwen3) t += ", query_key_norm<>";
   if (c.flag_or("tie_word_embeddings", false)) t += ", tie_word_embeddings<>";
   if (const double eps = c.number_or("rms_norm_eps", 1e-5); eps != 1e-5) t += ", norm_eps<" + shortest_double(eps) + ">";
+  if (moe) return t + ">, " + hf_moe_mlp_type(c, model_type, width) + ">";
   return t + ">>";
 }
 
@@ -193,15 +243,20 @@ inline std::string hf_model_type(const io::detail::json& config, const std::stri
   const detail::hf_config_reader c(config, where);
   if (!config.is_object()) c.refuse("not a JSON object");
   const std::string type = c.text_or("model_type", "");
-  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3") return detail::hf_llama_type(c, type);
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" || type == "mixtral" || type == "qwen3_moe")
+    return detail::hf_llama_type(c, type);
+  if (type == "qwen2_moe")
+    c.refuse("model_type is \"qwen2_moe\" (a shared expert beside the routed ones); weft reads mixtral and qwen3_moe "
+             "experts, all routed");
   if (type == "gpt2") return detail::hf_gpt2_type(c);
   if (type == "gpt_neox") return detail::hf_neox_type(c);
   c.refuse(type.empty() ? std::string("it has no \"model_type\"")
-                        : "model_type is \"" + type + "\"; weft writes types for llama, mistral, qwen2, qwen3, gpt2 and gpt_neox");
+                        : "model_type is \"" + type +
+                              "\"; weft writes types for llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2 and gpt_neox");
 }
 
-/// `type` with every name qualified by `weft::` (each name in hf_model_type's text is a template
-/// followed by '<'), for use outside `using namespace weft`.
+/// `type` with every name qualified by `weft::` (each name in hf_model_type's text is weft's: a
+/// template followed by '<', or a tag type such as swiglu_experts), for use outside `using namespace weft`.
 inline std::string qualified_model_type(const std::string& type) {
   std::string r;
   for (std::size_t i = 0; i < type.size();) {
@@ -213,7 +268,7 @@ inline std::string qualified_model_type(const std::string& type) {
     }
     std::size_t j = i;
     while (j < type.size() && (std::isalnum(static_cast<unsigned char>(type[j])) || type[j] == '_')) ++j;
-    if (j < type.size() && type[j] == '<') r += "weft::";
+    r += "weft::";
     r.append(type, i, j - i);
     i = j;
   }
