@@ -24,6 +24,8 @@
 //                                 model.safetensors or model.safetensors.index.json (shards)
 //   save_hf_weights(step, dir)    dir/model.safetensors and dir/config.json
 //
+// (Mixtral and Qwen3-MoE, moe_llama<…>: io/hf_moe_llama.hpp, with the detail helpers below.)
+//
 // Loading first checks the config.json beside the weights, where there is one (the heads, head_dim,
 // rms_norm_eps, rope_theta, rope_scaling, sliding_window and hidden_act against the model's type:
 // what the tensors' shapes cannot show), then every tensor (present, shape, float dtype) before it
@@ -359,6 +361,9 @@ void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, P
       used.insert(part.name);
       at += count;
     }
+    if (at != p.size)  // a parts function that leaves elements unread would keep the old values there
+      throw checkpoint_error("weft::load_hf_weights: the Hugging Face parts of '" + p.name + "' cover " +
+                             std::to_string(at) + " of its " + std::to_string(p.size) + " elements");
   }
   // A tensor the model would drop (a bias, a norm, an untied head it does not have) changes what
   // the checkpoint computes: refused. A tied model may find lm_head.weight (some exports keep
