@@ -40,6 +40,7 @@
 #include "weft/exec/training_step.hpp"     // training_step
 #include "weft/ops/cast.hpp"               // cast
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstddef>
@@ -60,10 +61,14 @@ namespace weft {
 /// a parameter follow each other in its elements, first part first. A part is `rows` rows of the
 /// parameter (its shape: rows, then the parameter's other extents) unless `shape` is given: then
 /// it is that many elements, in that shape (one expert's (F, C) block of an (E, 2F, C) parameter).
+/// A part's rows may also stand in another order in the file (row_order).
 struct hf_tensor_part {
   std::string name;
   std::size_t rows = 0;
   std::vector<std::int64_t> shape = {};
+  /// Where the file's rows go, when its order is not the parameter's: file row r is row
+  /// row_order[r] of the part (GPT-NeoX's query_key_value, grouped by head); empty: in order.
+  std::vector<std::size_t> row_order = {};
 };
 
 namespace detail {
@@ -318,14 +323,37 @@ void check_hf_llama() {
 // Loads the checkpoint at `path` into st, each parameter p from the tensors parts_of(p) names
 // (io/hf_llama.hpp's top says what is checked before anything is written). `family` names the
 // model kind in messages ("llama").
-template <class Plan, class PartsOf>
-void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, PartsOf parts_of, const char* family) {
+// Tensors of a llama-family file that hold no weight (transformers recomputes them).
+struct hf_llama_buffer {
+  bool operator()(const std::string& n) const { return n.ends_with("rotary_emb.inv_freq"); }
+};
+
+// The file's rows of a part read into its place: in order, or scattered by part.row_order.
+template <class Master>
+void hf_read_part(const safetensors_file& f, const hf_tensor_part& part, Master* dst, std::size_t count) {
+  if (part.row_order.empty()) {
+    f.read_as(part.name, std::span<Master>(dst, count));
+    return;
+  }
+  std::vector<Master> rows(count);
+  f.read_as(part.name, std::span<Master>(rows));
+  const std::size_t cols = count / part.row_order.size();
+  for (std::size_t r = 0; r < part.row_order.size(); ++r)
+    std::copy_n(rows.data() + r * cols, cols, dst + part.row_order[r] * cols);
+}
+
+// `extra_hint`: what the message on a file tensor without a parameter adds; `is_buffer`: names
+// of file tensors that hold no weight and are passed over.
+template <class Plan, class PartsOf, class IsBuffer = hf_llama_buffer>
+void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, PartsOf parts_of, const char* family,
+                   IsBuffer is_buffer = {},
+                   const char* extra_hint = "; a q/k/v bias needs qkv_bias<>, q/k norms query_key_norm<>") {
   using T = typename Plan::value_type;
   using Master = typename Plan::master_type;  // T unless mixed precision
   const hf_weight_files files(path);
   struct read_job {
     const safetensors_file* file;
-    std::string name;
+    hf_tensor_part part;
     std::size_t offset, count;  // in the parameter block
   };
   std::vector<read_job> jobs;
@@ -357,7 +385,9 @@ void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, P
       const std::size_t count = hf_part_elements(shape);
       if (at + count > p.size)
         throw checkpoint_error("weft::load_hf_weights: the Hugging Face parts of '" + p.name + "' overrun it");
-      jobs.push_back({f, part.name, p.offset + at, count});
+      if (!part.row_order.empty() && (shape.empty() || part.row_order.size() != static_cast<std::size_t>(shape[0])))
+        throw checkpoint_error("weft::load_hf_weights: the row order of '" + part.name + "' does not match its rows");
+      jobs.push_back({f, part, p.offset + at, count});
       used.insert(part.name);
       at += count;
     }
@@ -369,7 +399,7 @@ void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, P
   // the checkpoint computes: refused. A tied model may find lm_head.weight (some exports keep
   // the copy); it must then equal the embedding, which the model uses in its place.
   for (const std::string& n : files.names()) {
-    if (used.contains(n) || n.ends_with("rotary_emb.inv_freq")) continue;
+    if (used.contains(n) || is_buffer(n)) continue;
     if (n == "lm_head.weight" && used.contains("model.embed_tokens.weight")) {
       const safetensors_file* head = files.find(n);
       const safetensors_file* embed = files.find("model.embed_tokens.weight");
@@ -381,8 +411,8 @@ void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, P
                              "build the " + std::string(family) + " without tie_word_embeddings<>");
     }
     throw checkpoint_error("weft::load_hf_weights: " + files.describe() + " has tensor '" + n +
-                           "' that this model has no parameter for (this model: " + model_signature<Plan>() +
-                           "); a q/k/v bias needs qkv_bias<>, q/k norms query_key_norm<>");
+                           "' that this model has no parameter for (this model: " + model_signature<Plan>() + ")" +
+                           extra_hint);
   }
   // 2. the values, in the master type (then rounded once into the parameters under mixed precision)
   std::vector<Master> whole;
@@ -395,7 +425,7 @@ void hf_load_parts(training_step<Plan>& st, const std::filesystem::path& path, P
     whole.resize(st.params().size());
     dst = whole.data();
   }
-  for (const read_job& j : jobs) j.file->read_as(j.name, std::span<Master>(dst + j.offset, j.count));
+  for (const read_job& j : jobs) hf_read_part(*j.file, j.part, dst + j.offset, j.count);
   if constexpr (!std::is_same_v<T, Master>)
     ops::cast(host_context{}, flat(host_context{}, st.params().data(), st.params().size()),
               flat(host_context{}, static_cast<const Master*>(dst), st.params().size()));
@@ -407,12 +437,21 @@ void hf_save_parts(const training_step<Plan>& st, const std::filesystem::path& d
   using T = typename Plan::value_type;
   std::filesystem::create_directories(dir);
   safetensors_writer w;
+  std::vector<std::vector<T>> reordered;  // parts in the file's row order, alive until written
   for (const param_info& p : st.parameter_infos()) {
     std::size_t at = 0;  // elements into the parameter
     for (const hf_tensor_part& part : parts_of(p)) {
       const std::vector<std::int64_t> shape = hf_part_shape(p, part);
       const std::size_t count = hf_part_elements(shape);
-      w.add(part.name, st_dtype_name<T>(), shape, st.params().data() + p.offset + at, count * sizeof(T));
+      const T* src = st.params().data() + p.offset + at;
+      if (!part.row_order.empty()) {
+        std::vector<T>& rows = reordered.emplace_back(count);
+        const std::size_t cols = count / part.row_order.size();
+        for (std::size_t r = 0; r < part.row_order.size(); ++r)
+          std::copy_n(src + part.row_order[r] * cols, cols, rows.data() + r * cols);
+        src = rows.data();
+      }
+      w.add(part.name, st_dtype_name<T>(), shape, src, count * sizeof(T));
       at += count;
     }
   }

@@ -97,6 +97,20 @@ constexpr std::size_t hf_neox_qkv_row(std::size_t r) {
   return (t * H + j) * D + d;
 }
 
+// The one part of parameter `p` of gpt_neox M (empty for a name it does not know): query_key_value's
+// rows in the file's order, grouped by head.
+template <class M>
+std::vector<hf_tensor_part> hf_neox_parts(const param_info& p) {
+  const std::string name = hf_neox_name(p.name);
+  if (name.empty()) return {};
+  hf_tensor_part part{name, p.shape.empty() ? 1 : p.shape[0]};
+  if (hf_neox_interleaved(name)) {
+    part.row_order.resize(part.rows);
+    for (std::size_t r = 0; r < part.rows; ++r) part.row_order[r] = hf_neox_qkv_row<M>(r);
+  }
+  return {part};
+}
+
 // Buffers of older checkpoints that hold no weight: the causal mask, its fill value and the rotary
 // frequencies (transformers recomputes them; so does weft).
 inline bool hf_neox_buffer(const std::string& n) {
@@ -181,73 +195,9 @@ template <class Plan>
   requires detail::hf_neox_plan<Plan>
 void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path) {
   using M = detail::hf_neox_model<Plan>;
-  using T = typename Plan::value_type;
-  using Master = typename Plan::master_type;  // T unless mixed precision
   if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_neox_config<M>(config);
-  const detail::hf_weight_files files(path);
-  struct read_job {
-    const safetensors_file* file;
-    std::string name;
-    std::size_t offset, rows, cols;  // in the parameter block
-    bool interleaved;                // query_key_value: rows grouped by head in the file
-  };
-  std::vector<read_job> jobs;
-  std::set<std::string> used;
-  // 1. every tensor present, of the right shape and a float dtype, before anything is written
-  for (const param_info& p : st.parameter_infos()) {
-    const std::string name = detail::hf_neox_name(p.name);
-    if (name.empty()) throw checkpoint_error("weft::load_hf_weights: parameter '" + p.name + "' has no Hugging Face name");
-    const safetensors_file* f = files.find(name);
-    if (f == nullptr)
-      throw checkpoint_error("weft::load_hf_weights: " + files.describe() + " has no tensor '" + name +
-                             "'; it was saved for another model (this one: " + detail::model_signature<Plan>() + ")");
-    const std::size_t rows = p.shape.empty() ? 1 : p.shape[0];
-    const auto& info = f->info(name);
-    if (info.shape != detail::hf_part_shape(p, rows))
-      throw checkpoint_error("weft::load_hf_weights: " + f->path() + ": tensor '" + name + "' has shape " +
-                             io::detail::shape_string(info.shape) + ", this model needs " +
-                             io::detail::shape_string(detail::hf_part_shape(p, rows)) + " (this model: " +
-                             detail::model_signature<Plan>() + ")");
-    if (!detail::st_float_dtype(info.dtype))
-      throw checkpoint_error("weft::load_hf_weights: " + f->path() + ": tensor '" + name + "' has dtype " + info.dtype +
-                             "; parameters load from F32, F64, F16 or BF16");
-    jobs.push_back({f, name, p.offset, rows, p.size / rows, detail::hf_neox_interleaved(name)});
-    used.insert(name);
-  }
-  // A tensor the model would drop changes what the checkpoint computes: refused.
-  for (const std::string& n : files.names()) {
-    if (used.contains(n) || detail::hf_neox_buffer(n)) continue;
-    throw checkpoint_error("weft::load_hf_weights: " + files.describe() + " has tensor '" + n +
-                           "' that this model has no parameter for (this model: " + detail::model_signature<Plan>() + ")");
-  }
-  // 2. the values, in the master type (then rounded once into the parameters under mixed precision)
-  std::vector<Master> whole;
-  Master* dst = nullptr;
-  if constexpr (std::is_same_v<T, Master>) {
-    dst = st.params().data();
-  } else if (!st.master().empty()) {
-    dst = st.master().data();
-  } else {
-    whole.resize(st.params().size());
-    dst = whole.data();
-  }
-  std::vector<Master> file_rows;
-  for (const read_job& j : jobs) {
-    if (!j.interleaved) {
-      j.file->read_as(j.name, std::span<Master>(dst + j.offset, j.rows * j.cols));
-      continue;
-    }
-    // (heads, 3, head_size) rows in the file -> (3, heads, head_size) rows in c_attn
-    file_rows.resize(j.rows * j.cols);
-    j.file->read_as(j.name, std::span<Master>(file_rows));
-    for (std::size_t r = 0; r < j.rows; ++r) {
-      Master* out = dst + j.offset + detail::hf_neox_qkv_row<M>(r) * j.cols;
-      for (std::size_t c = 0; c < j.cols; ++c) out[c] = file_rows[r * j.cols + c];
-    }
-  }
-  if constexpr (!std::is_same_v<T, Master>)
-    ops::cast(host_context{}, flat(host_context{}, st.params().data(), st.params().size()),
-              flat(host_context{}, static_cast<const Master*>(dst), st.params().size()));
+  detail::hf_load_parts(st, path, [](const param_info& p) { return detail::hf_neox_parts<M>(p); }, "gpt_neox",
+                        [](const std::string& n) { return detail::hf_neox_buffer(n); }, "");
 }
 
 /// Writes a gpt_neox<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the
@@ -259,26 +209,7 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
   using M = detail::hf_neox_model<Plan>;
   using Cfg = typename M::config;
   using T = typename Plan::value_type;
-  std::filesystem::create_directories(dir);
-  // query_key_value in the file's row order, kept alive until the writer has written
-  std::vector<std::vector<T>> regrouped;
-  safetensors_writer w;
-  for (const param_info& p : st.parameter_infos()) {
-    const std::string name = detail::hf_neox_name(p.name);
-    const std::size_t rows = p.shape.empty() ? 1 : p.shape[0], cols = p.size / rows;
-    const T* src = st.params().data() + p.offset;
-    if (detail::hf_neox_interleaved(name)) {
-      std::vector<T>& out = regrouped.emplace_back(p.size);
-      for (std::size_t r = 0; r < rows; ++r) {
-        const T* in = src + detail::hf_neox_qkv_row<M>(r) * cols;
-        for (std::size_t c = 0; c < cols; ++c) out[r * cols + c] = in[c];
-      }
-      src = out.data();
-    }
-    w.add(name, detail::st_dtype_name<T>(), detail::hf_part_shape(p, rows), src, p.size * sizeof(T));
-  }
-  w.set_metadata("format", "pt");
-  w.write(dir / "model.safetensors");
+  detail::hf_save_parts(st, dir, [](const param_info& p) { return detail::hf_neox_parts<M>(p); });
 
   io::detail::json c = {{"architectures", {"GPTNeoXForCausalLM"}},
                         {"model_type", "gpt_neox"},
