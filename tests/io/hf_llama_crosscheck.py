@@ -155,12 +155,19 @@ def sample_tokens(cfg, batch, seq):
     return ((7 * np.arange(batch * seq) + 3) % cfg["vocab_size"]).reshape(batch, seq)
 
 
-def compare_logits(path, ref, what):
+def relative_error(path, ref):
+    """max |weft - ref| / max |ref| for the f32 logits weft wrote to `path`."""
     got = np.fromfile(path, dtype="<f4").astype(np.float64)
-    expect(got.size == ref.size, f"{what}: {got.size} logits, expected {ref.size}")
-    err = np.max(np.abs(got - ref.reshape(-1))) / max(1e-30, np.max(np.abs(ref)))
-    expect(err < 2e-5, f"{what}: weft's logits differ from the numpy forward pass by {err:.3g} (relative)")
+    expect(got.size == ref.size, f"{path}: {got.size} logits, expected {ref.size}")
+    return np.max(np.abs(got - ref.reshape(-1))) / max(1e-30, np.max(np.abs(ref)))
+
+
+def compare_logits(path, ref, what, tolerance=2e-5):
+    """The cross-checks' comparison (hf_neox_crosscheck and hf_moe_crosscheck import it too)."""
+    err = relative_error(path, ref)
+    expect(err < tolerance, f"{what}: weft's logits differ from the numpy forward pass by {err:.3g} (relative)")
     print(f"ok: {what}: logits within {err:.2g} of the numpy forward pass")
+    return err
 
 
 def run(cmd, must_fail=False, contains=None):

@@ -33,8 +33,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_llama_crosscheck import (Mismatch, expect, inv_frequencies, np, rms_norm, rotate_half,  # noqa: E402
-                                 run, sample_tokens)
+from hf_llama_crosscheck import (Mismatch, compare_logits, expect, inv_frequencies, np, relative_error,  # noqa: E402
+                                 rms_norm, rotate_half, run, sample_tokens)
 from safetensors.numpy import load_file, save_file  # noqa: E402
 
 
@@ -146,19 +146,6 @@ def forward(w, cfg, tokens, **moe_options):
     x = rms_norm(x, f("model.norm.weight"), eps)
     head = f("model.embed_tokens.weight") if cfg["tie_word_embeddings"] else f("lm_head.weight")
     return x @ head.T
-
-
-def relative_error(path, ref):
-    got = np.fromfile(path, dtype="<f4").astype(np.float64)
-    expect(got.size == ref.size, f"{path}: {got.size} logits, expected {ref.size}")
-    return np.max(np.abs(got - ref.reshape(-1))) / max(1e-30, np.max(np.abs(ref)))
-
-
-def compare_logits(path, ref, what):
-    err = relative_error(path, ref)
-    expect(err < 2e-5, f"{what}: weft's logits differ from the numpy forward pass by {err:.3g} (relative)")
-    print(f"ok: {what}: logits within {err:.2g} of the numpy forward pass")
-    return err
 
 
 def check_kind(sample, scratch, kind):

@@ -29,24 +29,13 @@ Exit status 0 when everything matches; 1 on the first mismatch (printed); 2 on u
 import json
 import math
 import os
-import subprocess
 import sys
 
-try:
-    import numpy as np
-    from safetensors.numpy import load_file, save_file
-except ImportError as e:  # let CTest report a skip, not a failure
-    print(f"SKIP: {e} (pip install safetensors numpy)")
-    sys.exit(77)
-
-
-class Mismatch(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Mismatch(what)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# the shared pieces (numpy and safetensors are imported there; without them it exits 77, a skip)
+from hf_llama_crosscheck import (Mismatch, compare_logits, expect, np, relative_error,  # noqa: E402
+                                 rotate_half, run, sample_tokens)
+from safetensors.numpy import load_file, save_file  # noqa: E402
 
 
 # ---- transformers' GPT-NeoX, written out ----
@@ -86,10 +75,6 @@ def gelu_tanh(x):
     """"gelu_new" (GPT-2's): the negative control."""
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
-
-def rotate_half(x):
-    h = x.shape[-1] // 2
-    return np.concatenate([-x[..., h:], x[..., :h]], axis=-1)
 
 
 def forward(w, cfg, tokens, qkv_grouped=True, gelu=gelu_erf, full_rotary=False):
@@ -139,31 +124,8 @@ def forward(w, cfg, tokens, qkv_grouped=True, gelu=gelu_erf, full_rotary=False):
 PASS = 2e-6
 
 
-def sample_tokens(cfg, batch, seq):
-    return ((7 * np.arange(batch * seq) + 3) % cfg["vocab_size"]).reshape(batch, seq)
-
-
-def relative_error(path, ref):
-    got = np.fromfile(path, dtype="<f4").astype(np.float64)
-    expect(got.size == ref.size, f"{path}: {got.size} logits, expected {ref.size}")
-    return np.max(np.abs(got - ref.reshape(-1))) / max(1e-30, np.max(np.abs(ref)))
-
-
-def compare_logits(path, ref, what):
-    err = relative_error(path, ref)
-    expect(err < PASS, f"{what}: weft's logits differ from the numpy forward pass by {err:.3g} (relative)")
-    print(f"ok: {what}: logits within {err:.2g} of the numpy forward pass")
-
-
-def run(cmd, must_fail=False, contains=None):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if must_fail:
-        expect(r.returncode == 1, f"{' '.join(cmd)}: exit {r.returncode}, expected 1 (stderr: {r.stderr.strip()})")
-        expect(contains in r.stderr, f"{' '.join(cmd)}: stderr lacks '{contains}': {r.stderr.strip()}")
-        expect(len(r.stderr.strip().splitlines()) == 1, f"{' '.join(cmd)}: more than one line: {r.stderr}")
-        print(f"ok: refused in one line: {r.stderr.strip()[:150]}")
-    else:
-        expect(r.returncode == 0, f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr.strip()}")
+def compare_logits_neox(path, ref, what):
+    return compare_logits(path, ref, what, tolerance=PASS)
 
 
 def main(argv):
@@ -194,7 +156,7 @@ def main(argv):
           f"rotary_pct {cfg['rotary_pct']})")
     tokens = sample_tokens(cfg, batch, seq)
     saved_logits = os.path.join(a, "saved.logits.bin")
-    compare_logits(saved_logits, forward(saved, cfg, tokens), "saved checkpoint")
+    compare_logits_neox(saved_logits, forward(saved, cfg, tokens), "saved checkpoint")
 
     # (b) random weights in two shards and an index, with the old buffers: the loader
     b = os.path.join(scratch, "b")
@@ -233,7 +195,7 @@ def main(argv):
     run([sample, "load", b, os.path.join(b, "loaded")])
     loaded_logits = os.path.join(b, "loaded.logits.bin")
     ref = forward(rand, cfg, tokens)
-    compare_logits(loaded_logits, ref, "sharded random checkpoint (old buffers ignored)")
+    compare_logits_neox(loaded_logits, ref, "sharded random checkpoint (old buffers ignored)")
 
     # (c) negative controls: each variant of the forward pass misses weft's logits by far (the
     # structural ones on both checkpoints; the GELU's form, whose change is small, on the random
