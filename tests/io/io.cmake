@@ -11,6 +11,8 @@
 #                                     query_key_value's per-head rows and forward pass (Pythia)
 #   train.hf_moe_crosscheck           the moe_llama overloads against transformers' Mixtral and
 #                                     Qwen3-MoE per-expert names, routing and forward pass
+#   train.hf_gemma3_crosscheck        the gemma3 overloads against transformers' Gemma 3 text names,
+#                                     config fields and forward pass (local/global layers, (1 + w) norms)
 # All exit 77 (skip) without numpy/safetensors.
 add_executable(safetensors_write_sample ${CMAKE_CURRENT_LIST_DIR}/safetensors_write_sample.cpp)
 target_link_libraries(safetensors_write_sample PRIVATE weft::weft)
@@ -22,6 +24,8 @@ add_executable(hf_neox_sample ${CMAKE_CURRENT_LIST_DIR}/hf_neox_sample.cpp)
 target_link_libraries(hf_neox_sample PRIVATE weft::host)
 add_executable(hf_moe_sample ${CMAKE_CURRENT_LIST_DIR}/hf_moe_sample.cpp)
 target_link_libraries(hf_moe_sample PRIVATE weft::host)
+add_executable(hf_gemma3_sample ${CMAKE_CURRENT_LIST_DIR}/hf_gemma3_sample.cpp)
+target_link_libraries(hf_gemma3_sample PRIVATE weft::host)
 
 find_program(WEFT_PYTHON python3)
 if(WEFT_PYTHON)
@@ -40,8 +44,11 @@ if(WEFT_PYTHON)
   add_test(NAME train.hf_moe_crosscheck
            COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_moe_crosscheck.py all
                    $<TARGET_FILE:hf_moe_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_moe_crosscheck)
+  add_test(NAME train.hf_gemma3_crosscheck
+           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_gemma3_crosscheck.py all
+                   $<TARGET_FILE:hf_gemma3_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_gemma3_crosscheck)
   set_tests_properties(train.safetensors_crosscheck train.gpt2_checkpoint_crosscheck train.hf_llama_crosscheck
-                       train.hf_neox_crosscheck train.hf_moe_crosscheck PROPERTIES
+                       train.hf_neox_crosscheck train.hf_moe_crosscheck train.hf_gemma3_crosscheck PROPERTIES
                        LABELS train SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
 else()

@@ -2,7 +2,7 @@
 """The weft type of published Hugging Face configs: hf_model_type (tools/hf_model_type.cpp) turns
 each config.json in tests/tools/hf_configs/ (copies of the published files of GPT-2, LLaMA 2 7B,
 LLaMA 3 8B, LLaMA 3.2 1B, Mistral 7B v0.1, Qwen 2.5 0.5B, Qwen 3 0.6B, Pythia-70M, Mixtral 8x7B
-v0.1 and Qwen3-30B-A3B) into a
+v0.1, Qwen3-30B-A3B and Gemma 3 1B) into a
 `using` declaration; one translation unit with all of them and a static_assert each that the
 type's parameter count is the one Hugging Face reports for the checkpoint must compile. A
 configuration weft cannot build must be refused with one line and exit status 1.
@@ -36,6 +36,9 @@ EXPECTED = {
     # 48 layers x (attention 18,874,368 + q/k norms 256 + norms 4,096 + router 262,144
     # + 128 experts x 3 x 768 x 2048) + embedding and head 2 x 311,164,928 + final norm 2,048
     "qwen3-30b-a3b.json": 30532122624,
+    # 26 layers x (attention 2,949,120 + q/k norms 512 + four norms 4,608 + MLP 23,887,872)
+    # + embedding (tied) 301,989,888 + final norm 1,152
+    "gemma-3-1b.json": 999885952,
 }
 
 # (what, change to Qwen 2.5 0.5B's config, text the one-line refusal must contain)
@@ -54,6 +57,15 @@ REFUSED_QWEN3_MOE = [
     ("dense layers among the expert ones", {"mlp_only_layers": [0, 1]}, "mlp_only_layers is [0,1]"),
     ("experts on every other layer", {"decoder_sparse_step": 2}, "decoder_sparse_step is 2"),
     ("Qwen2-MoE's shared expert", {"model_type": "qwen2_moe"}, "shared expert"),
+]
+# (what, change to Gemma 3 1B's config, text the one-line refusal must contain)
+REFUSED_GEMMA3 = [
+    ("Gemma 2's soft-capping", {"final_logit_softcapping": 30.0}, "soft-capping"),
+    ("another activation", {"hidden_activation": "gelu"}, "gelu_pytorch_tanh"),
+    ("query_pre_attn_scalar other than head_dim", {"query_pre_attn_scalar": 144}, "query_pre_attn_scalar is 144"),
+    ("a rope_scaling other than linear", {"rope_scaling": {"rope_type": "yarn", "factor": 8.0}}, "linearly only"),
+    ("an aperiodic layer_types", {"layer_types": ["full_attention"] + ["sliding_attention"] * 25}, "not periodic"),
+    ("the multimodal model type", {"model_type": "gemma3"}, "text_config"),
 ]
 REFUSED_LLAMA = [
     ("LLaMA's attention_bias (o_proj too)", {"attention_bias": True}, "q/k/v biases only"),
@@ -103,7 +115,9 @@ def main(argv):
         llama = json.load(fh)
     with open(os.path.join(configs, "qwen3-30b-a3b.json")) as fh:
         qwen3_moe = json.load(fh)
-    for base, cases in ((qwen, REFUSED), (llama, REFUSED_LLAMA), (qwen3_moe, REFUSED_QWEN3_MOE)):
+    with open(os.path.join(configs, "gemma-3-1b.json")) as fh:
+        gemma3 = json.load(fh)
+    for base, cases in ((qwen, REFUSED), (llama, REFUSED_LLAMA), (qwen3_moe, REFUSED_QWEN3_MOE), (gemma3, REFUSED_GEMMA3)):
         for what, change, message in cases:
             cfg = dict(base, **change)
             cfg = {k: v for k, v in cfg.items() if v is not None}

@@ -16,10 +16,14 @@
 //                                           [, norm_eps<…>]>>
 //   gpt_neox                gpt_neox<neox_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
 //                                                [, rope_theta<…>][, rotary_pct<…>][, norm_eps<…>]>>
+//   gemma3_text             gemma3<gemma3_config<vocab<…>, context<…>, width<…>, heads<…>[, kv_heads<…>], depth<…>,
+//                                             ffn<…>[, head_dim<…>][, sliding_window<…>][, layer_pattern<…>]
+//                                             [, rope_theta<…>][, rope_local_base_freq<…>]
+//                                             [, rope_scaling<linear_rope_scaling<…>>][, norm_eps<…>]>>
 //
 // The optional tags appear only where the config departs from the tag's default, so the text is
 // the shortest spelling of the type; the loaders (io/hf_llama.hpp, io/hf_moe_llama.hpp, io/hf_neox.hpp,
-// and load_weights for GPT-2) then accept the weights and their config.json. A config that describes something weft cannot build (another model
+// io/hf_gemma3.hpp, and load_weights for GPT-2) then accept the weights and their config.json. A config that describes something weft cannot build (another model
 // type, an activation other than silu or gelu_new, a rope_scaling other than LLaMA 3.1's, a bias
 // on o_proj, a fractional rope_theta, Qwen3-MoE's norm_topk_prob false, dense layers among the expert
 // ones, a shared expert) is refused with a one-line checkpoint_error that says why.
@@ -235,6 +239,69 @@ inline std::string hf_neox_type(const hf_config_reader& c) {
   return t + ">>";
 }
 
+// The layer pattern of a gemma3_text config: sliding_window_pattern (older configs; transformers'
+// default 6), or the period of its layer_types list, which must be weft's (layer i global exactly
+// when (i + 1) % P == 0).
+inline std::uint64_t hf_gemma3_pattern(const hf_config_reader& c, std::uint64_t depth) {
+  std::uint64_t pattern = c.count_or("sliding_window_pattern", 6);
+  if (!c.has("layer_types")) return pattern;
+  const auto& types = c.at("layer_types");
+  if (!types.is_array() || types.size() != depth)
+    c.refuse("\"layer_types\" is not a list of " + std::to_string(depth) + " layer types");
+  std::uint64_t first = 0;
+  while (first < depth && !(types[first].is_string() && types[first].get<std::string>() == "full_attention")) ++first;
+  const std::uint64_t p = first + 1;
+  for (std::uint64_t i = 0; i < depth; ++i) {
+    const bool full = types[i].is_string() && types[i].get<std::string>() == "full_attention";
+    const bool sliding = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
+    if ((!full && !sliding) || full != ((i + 1) % p == 0))
+      c.refuse("layer_types is not periodic (full_attention exactly on layers i with (i + 1) % P == 0); weft's gemma3 "
+               "makes every layer_pattern-th layer global");
+  }
+  if (p <= depth) return p;             // the period the list shows
+  return pattern > depth ? pattern : p;  // no global layer: any pattern beyond the depth
+}
+
+inline std::string hf_gemma3_type(const hf_config_reader& c) {
+  const std::uint64_t heads = c.count("num_attention_heads"), depth = c.count("num_hidden_layers");
+  const std::uint64_t kv_heads = c.count_or("num_key_value_heads", heads), head_dim = c.count_or("head_dim", 256);
+  if (const std::string act = c.text_or("hidden_activation", "gelu_pytorch_tanh"); act != "gelu_pytorch_tanh")
+    c.refuse("hidden_activation is \"" + act + "\"; weft's gemma3 MLP is GeGLU with the tanh GELU (gelu_pytorch_tanh)");
+  if (c.has("final_logit_softcapping") || c.has("attn_logit_softcapping"))
+    c.refuse("it has logit soft-capping (final_logit_softcapping or attn_logit_softcapping); weft's gemma3 has none, as "
+             "Gemma 3");
+  if (!c.flag_or("tie_word_embeddings", true)) c.refuse("tie_word_embeddings is false; a gemma3's head is tied to its embedding");
+  if (c.flag_or("attention_bias", false)) c.refuse("attention_bias is true; a gemma3's projections have no biases");
+  if (const std::uint64_t s = c.count_or("query_pre_attn_scalar", 256); s != head_dim)
+    c.refuse("query_pre_attn_scalar is " + std::to_string(s) + ", not head_dim " + std::to_string(head_dim) +
+             "; weft's gemma3 scales attention scores by 1/sqrt(head_dim)");
+  std::string t = "gemma3<gemma3_config<" + tag("vocab", c.count("vocab_size")) + ", " +
+                  tag("context", c.count("max_position_embeddings")) + ", " + tag("width", c.count("hidden_size")) + ", " +
+                  tag("heads", heads);
+  if (kv_heads != heads) t += ", " + tag("kv_heads", kv_heads);
+  t += ", " + tag("depth", depth) + ", " + tag("ffn", c.count("intermediate_size"));
+  if (head_dim != 256) t += ", " + tag("head_dim", head_dim);
+  if (const std::uint64_t w = c.count_or("sliding_window", 4096); w != 512) t += ", " + tag("sliding_window", w);
+  if (const std::uint64_t p = hf_gemma3_pattern(c, depth); p != 6) t += ", " + tag("layer_pattern", p);
+  if (const std::uint64_t theta = c.count_or("rope_theta", 1000000); theta != 1000000) t += ", " + tag("rope_theta", theta);
+  if (const std::uint64_t local = c.count_or("rope_local_base_freq", 10000); local != 10000)
+    t += ", " + tag("rope_local_base_freq", local);
+  if (c.has("rope_scaling")) {
+    const auto& r = c.at("rope_scaling");
+    if (!r.is_object()) c.refuse("\"rope_scaling\" is not an object");
+    const char* key = r.contains("rope_type") ? "rope_type" : "type";
+    const std::string type = r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : "default";
+    if (type == "linear") {
+      if (!r.contains("factor")) c.refuse("rope_scaling is linear without a factor");
+      t += ", rope_scaling<linear_rope_scaling<" + std::to_string(c.count_of(r["factor"], "rope_scaling.factor")) + ">>";
+    } else if (type != "default") {
+      c.refuse("rope_scaling's type is \"" + type + "\"; weft's gemma3 scales its global layers' frequencies linearly only");
+    }
+  }
+  if (const double eps = c.number_or("rms_norm_eps", 1e-6); eps != 1e-6) t += ", norm_eps<" + shortest_double(eps) + ">";
+  return t + ">>";
+}
+
 }  // namespace detail
 
 /// The weft model type that a Hugging Face config.json describes, as C++ text (see the top of the
@@ -250,9 +317,14 @@ inline std::string hf_model_type(const io::detail::json& config, const std::stri
              "experts, all routed");
   if (type == "gpt2") return detail::hf_gpt2_type(c);
   if (type == "gpt_neox") return detail::hf_neox_type(c);
+  if (type == "gemma3_text") return detail::hf_gemma3_type(c);
+  if (type == "gemma3")
+    c.refuse("model_type is \"gemma3\" (Gemma3ForConditionalGeneration, text and vision); weft writes the type of its "
+             "text_config (model_type gemma3_text), saved as a Gemma3ForCausalLM");
   c.refuse(type.empty() ? std::string("it has no \"model_type\"")
                         : "model_type is \"" + type +
-                              "\"; weft writes types for llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2 and gpt_neox");
+                              "\"; weft writes types for llama, mistral, qwen2, qwen3, mixtral, qwen3_moe, gpt2, gpt_neox and "
+                                  "gemma3_text");
 }
 
 /// `type` with every name qualified by `weft::` (each name in hf_model_type's text is weft's: a
