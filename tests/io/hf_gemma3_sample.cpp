@@ -20,6 +20,8 @@
 #include "weft/model/gemma3.hpp"        // gemma3, gemma3_config
 #include "weft/parallel/plan.hpp"       // plan, batch, micro, seq
 
+#include "hf_sample_util.hpp"  // hf_sample::save, load, write_logits
+
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -39,50 +41,15 @@ using model = gemma3<gemma3_config<vocab<40>, context<8>, width<16>, heads<2>, k
 using sample_plan = plan<model, batch<micro<2>, seq<8>>>;  // f32
 using step_type = training_step<sample_plan>;
 
-void write_logits(step_type& st, const std::string& prefix) {
-  auto tokens = st.tokens();
-  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>((7 * i + 3) % model::vocab_size);
-  st.forward();  // (batch, seq, vocab) in logits()
-  std::ofstream f(prefix + ".logits.bin", std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(st.logits().data()), static_cast<std::streamsize>(st.logits().size_bytes()));
-  if (!f) throw std::runtime_error("cannot write " + prefix + ".logits.bin");
-}
-
-void save(const fs::path& dir) {
-  train_options o;
-  o.optimizer.lr = 3e-2f;  // large steps: norm weights move well away from 0
-  o.seed = 7;
-  step_type st(o);
-  std::size_t start = 0;
-  for (int s = 0; s < 2; ++s)
-    st.step([&](auto tokens, auto targets) {
-      for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>((start + 3 * i) % model::vocab_size);
-        targets[i] = static_cast<std::int32_t>((start + 3 * i + 1) % model::vocab_size);
-      }
-      start += 11;
-    });
-  save_hf_weights(st, dir / "hf");
-  write_logits(st, (dir / "saved").string());
-}
-
-void load(const fs::path& path, const std::string& prefix) {
-  train_options o;
-  o.seed = 99;  // nothing of this initialisation may survive the load
-  step_type st(o);
-  load_hf_weights(st, path);
-  write_logits(st, prefix);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "save" && argc == 3) {
-      save(argv[2]);
+      hf_sample::save<model::vocab_size, step_type>(argv[2]);
     } else if (mode == "load" && argc == 4) {
-      load(argv[2], argv[3]);
+      hf_sample::load<model::vocab_size, step_type>(argv[2], argv[3]);
     } else {
       std::fprintf(stderr, "usage: hf_gemma3_sample save <dir> | load <file or dir> <prefix>\n");
       return 2;

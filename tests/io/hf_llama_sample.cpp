@@ -22,6 +22,8 @@
 #include "weft/model/llama.hpp"         // llama, llama_config
 #include "weft/parallel/plan.hpp"       // plan, batch, micro, seq
 
+#include "hf_sample_util.hpp"  // hf_sample::save, load, write_logits
+
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -44,41 +46,6 @@ using model = sample_model<>;
 using sample_plan = plan<model, batch<micro<2>, seq<12>>>;  // f32
 using step_type = training_step<sample_plan>;
 
-void write_logits(step_type& st, const std::string& prefix) {
-  auto tokens = st.tokens();
-  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>((7 * i + 3) % model::vocab_size);
-  st.forward();  // (batch, seq, vocab) in logits()
-  std::ofstream f(prefix + ".logits.bin", std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(st.logits().data()), static_cast<std::streamsize>(st.logits().size_bytes()));
-  if (!f) throw std::runtime_error("cannot write " + prefix + ".logits.bin");
-}
-
-void save(const fs::path& dir) {
-  train_options o;
-  o.optimizer.lr = 3e-2f;  // large steps: biases and norm gains move well away from 0 and 1
-  o.seed = 7;
-  step_type st(o);
-  std::size_t start = 0;
-  for (int s = 0; s < 2; ++s)
-    st.step([&](auto tokens, auto targets) {
-      for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>((start + 3 * i) % model::vocab_size);
-        targets[i] = static_cast<std::int32_t>((start + 3 * i + 1) % model::vocab_size);
-      }
-      start += 11;
-    });
-  save_hf_weights(st, dir / "hf");
-  write_logits(st, (dir / "saved").string());
-}
-
-void load(const fs::path& path, const std::string& prefix) {
-  train_options o;
-  o.seed = 99;  // nothing of this initialisation may survive the load
-  step_type st(o);
-  load_hf_weights(st, path);
-  write_logits(st, prefix);
-}
-
 void load_tied(const fs::path& path) {
   training_step<plan<sample_model<tie_word_embeddings<>>, batch<micro<2>, seq<12>>>> st(train_options{});
   load_hf_weights(st, path);
@@ -90,9 +57,9 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "save" && argc == 3) {
-      save(argv[2]);
+      hf_sample::save<model::vocab_size, step_type>(argv[2]);
     } else if (mode == "load" && argc == 4) {
-      load(argv[2], argv[3]);
+      hf_sample::load<model::vocab_size, step_type>(argv[2], argv[3]);
     } else if (mode == "load-tied" && argc == 3) {
       load_tied(argv[2]);
     } else {

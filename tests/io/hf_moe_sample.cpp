@@ -23,6 +23,8 @@
 #include "weft/model/moe_llama.hpp"     // moe_llama, llama_config
 #include "weft/parallel/plan.hpp"       // plan, batch, micro, seq
 
+#include "hf_sample_util.hpp"  // hf_sample::save, load, write_logits
+
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -47,51 +49,13 @@ template <class Model>
 using step_type = training_step<plan<Model, batch<micro<2>, seq<12>>>>;  // f32
 
 template <class Model>
-void write_logits(step_type<Model>& st, const std::string& prefix) {
-  auto tokens = st.tokens();
-  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>((7 * i + 3) % Model::vocab_size);
-  st.forward();  // (batch, seq, vocab) in logits()
-  std::ofstream f(prefix + ".logits.bin", std::ios::binary | std::ios::trunc);
-  f.write(reinterpret_cast<const char*>(st.logits().data()), static_cast<std::streamsize>(st.logits().size_bytes()));
-  if (!f) throw std::runtime_error("cannot write " + prefix + ".logits.bin");
-}
-
-template <class Model>
-void save(const fs::path& dir) {
-  train_options o;
-  o.optimizer.lr = 3e-2f;  // large steps: norm gains move well away from 1, the routers away from 0
-  o.seed = 7;
-  step_type<Model> st(o);
-  std::size_t start = 0;
-  for (int s = 0; s < 2; ++s)
-    st.step([&](auto tokens, auto targets) {
-      for (std::size_t i = 0; i < tokens.size(); ++i) {
-        tokens[i] = static_cast<std::int32_t>((start + 3 * i) % Model::vocab_size);
-        targets[i] = static_cast<std::int32_t>((start + 3 * i + 1) % Model::vocab_size);
-      }
-      start += 11;
-    });
-  save_hf_weights(st, dir / "hf");
-  write_logits<Model>(st, (dir / "saved").string());
-}
-
-template <class Model>
-void load(const fs::path& path, const std::string& prefix) {
-  train_options o;
-  o.seed = 99;  // nothing of this initialisation may survive the load
-  step_type<Model> st(o);
-  load_hf_weights(st, path);
-  write_logits<Model>(st, prefix);
-}
-
-template <class Model>
 int run(const std::string& mode, int argc, char** argv) {
   if (mode == "save" && argc == 4) {
-    save<Model>(argv[3]);
+    hf_sample::save<Model::vocab_size, step_type<Model>>(argv[3]);
     return 0;
   }
   if (mode == "load" && argc == 5) {
-    load<Model>(argv[3], argv[4]);
+    hf_sample::load<Model::vocab_size, step_type<Model>>(argv[3], argv[4]);
     return 0;
   }
   return 2;
