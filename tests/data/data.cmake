@@ -23,3 +23,23 @@ if(WEFT_PYTHON AND TARGET tokenize_shards)
 else()
   message(STATUS "weft: no python3 or no tokenize_shards target - the data pipeline's program tests are skipped")
 endif()
+
+# ---- the system fortune(6) corpus (docs/data.md): text_corpus on its `fortunes` file against an
+# oracle and on every file at once. Without the corpus: Skipped (77, one line naming the path);
+# under WEFT_REQUIRE_REFERENCES=1 (CI) a failure. The two .missing tests point it at a directory
+# that does not exist and check both behaviours (exit status and line) ----
+add_executable(fortune_corpus ${CMAKE_CURRENT_LIST_DIR}/fortune_corpus.cpp)
+target_link_libraries(fortune_corpus PRIVATE weft::host)
+target_compile_options(fortune_corpus PRIVATE -Wall -Wextra)
+add_test(NAME data.fortune_corpus COMMAND fortune_corpus)
+set_tests_properties(data.fortune_corpus PROPERTIES LABELS data SKIP_RETURN_CODE 77 TIMEOUT 300)
+add_test(NAME data.fortune_corpus.missing_skips
+         COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${CMAKE_COMMAND}|-E|env|WEFT_REQUIRE_REFERENCES=0|$<TARGET_FILE:fortune_corpus>|/nonexistent/fortunes"
+                 -DEXPECT_RC=77 "-DEXPECT=^fortune_corpus: SKIP: '/nonexistent/fortunes' does not exist \\(apt-get install fortunes-min fortunes\\)\n$"
+                 -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
+add_test(NAME data.fortune_corpus.missing_fails_when_required
+         COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${CMAKE_COMMAND}|-E|env|WEFT_REQUIRE_REFERENCES=1|$<TARGET_FILE:fortune_corpus>|/nonexistent/fortunes"
+                 -DEXPECT_RC=1 "-DEXPECT=^fortune_corpus: FAIL: '/nonexistent/fortunes' does not exist .*WEFT_REQUIRE_REFERENCES=1[^\n]*\n$"
+                 -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
+set_tests_properties(data.fortune_corpus.missing_skips data.fortune_corpus.missing_fails_when_required PROPERTIES
+                     LABELS data TIMEOUT 60)

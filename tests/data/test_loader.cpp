@@ -44,17 +44,6 @@ std::vector<batch_buffers<B, S>> draw(batch_sampler<B, S>& s, int steps) {
   return out;
 }
 
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), {}};
-}
-
-std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size())
-    s.replace(pos, from.size(), to);
-  return s;
-}
-
 }  // namespace
 
 // ---- splitmix64 ----
@@ -141,38 +130,9 @@ TEST_CASE("text_corpus: a separator across the 64 KiB read boundary", "[train][t
   }
 }
 
-TEST_CASE("text_corpus: the system fortune files", "[train][text_corpus][fortune]") {
-  const std::filesystem::path p = "/usr/share/games/fortunes/fortunes";
-  if (!std::filesystem::exists(p)) {
-    WARN("skipped: " << p << " not installed (apt-get install fortunes-min)");
-    return;
-  }
-  const auto c = text_corpus::load(p, {.fortune_records = true});
-  // Independent oracle: the file text with every "\n%\n" turned into "\n\n".
-  std::string expected = read_file(p);
-  expected = replace_all(expected, "\n%\n", "\n\n");
-  REQUIRE(byte_tokenizer::decode(c.tokens()) == expected);
-}
-
-TEST_CASE("text_corpus: every system fortune file (docs/data.md)", "[train][text_corpus][fortune]") {
-  if (!std::filesystem::is_directory("/usr/share/games/fortunes")) {
-    WARN("skipped: /usr/share/games/fortunes not installed (apt-get install fortunes-min)");
-    return;
-  }
-  // example-begin data-fortunes
-  std::vector<std::filesystem::path> paths;
-  for (const auto& e : std::filesystem::directory_iterator("/usr/share/games/fortunes"))
-    if (e.is_regular_file() && !e.is_symlink() && e.path().extension() != ".dat")  // *.u8 are symlinks
-      paths.push_back(e.path());
-  std::sort(paths.begin(), paths.end());            // directory order is not deterministic
-  auto corpus = weft::text_corpus::load(paths, {.fortune_records = true});
-  // example-end data-fortunes
-  REQUIRE(!paths.empty());
-  std::uintmax_t bytes = 0;
-  for (const auto& p : paths) bytes += std::filesystem::file_size(p);
-  CHECK(corpus.size() > 0);
-  CHECK(corpus.size() <= bytes);  // each "%" line becomes "\n": never more tokens than bytes
-}
+// The system fortune corpus (the `fortunes` file against an oracle, every file at once) is
+// tests/data/fortune_corpus.cpp: a program of its own, so that it can skip visibly (77) without
+// the corpus and fail under WEFT_REQUIRE_REFERENCES=1.
 
 TEST_CASE("text_corpus: missing and directory paths throw data_error", "[train][text_corpus]") {
   temp_dir dir;

@@ -21,7 +21,8 @@ norms, Mistral's sliding window and LLaMA 3.1's rope scaling, are spelled out be
       LLaMA's 1e-5 misses weft's logits by far (so the epsilon is really carried).
 
 Exit status 0 when everything matches; 1 on the first mismatch (printed); 2 on usage errors;
-77 when `safetensors` or `numpy` is missing (CTest's SKIP_RETURN_CODE convention).
+77 (skip) when `safetensors` or `numpy` is missing; 1 instead under WEFT_REQUIRE_REFERENCES=1 (CI:
+tests/common/reference_skip.py).
 """
 
 import json
@@ -30,12 +31,11 @@ import os
 import subprocess
 import sys
 
-try:
-    import numpy as np
-    from safetensors.numpy import load_file, save_file
-except ImportError as e:  # let CTest report a skip, not a failure
-    print(f"SKIP: {e} (pip install safetensors numpy)")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from reference_skip import require  # noqa: E402  (a missing reference: skip, or fail in CI)
+require(["numpy", "safetensors.numpy"], "python3 -m pip install safetensors numpy")
+import numpy as np  # noqa: E402
+from safetensors.numpy import load_file, save_file  # noqa: E402
 
 
 class Mismatch(Exception):

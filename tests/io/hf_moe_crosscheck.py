@@ -24,7 +24,8 @@ helpers are hf_llama_crosscheck.py's).
           without one expert's tensor; a file whose experts are another width.
 
 Exit status 0 when everything matches; 1 on the first mismatch (printed); 2 on usage errors;
-77 when `safetensors` or `numpy` is missing (CTest's SKIP_RETURN_CODE convention).
+77 (skip) when `safetensors` or `numpy` is missing; 1 instead under WEFT_REQUIRE_REFERENCES=1 (CI:
+tests/common/reference_skip.py).
 """
 
 import json

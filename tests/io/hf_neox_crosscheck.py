@@ -23,7 +23,8 @@ spelled out below, from modeling_gpt_neox.py).
           attention_bias, rope_scaling), each naming the tag or the reason.
 
 Exit status 0 when everything matches; 1 on the first mismatch (printed); 2 on usage errors;
-77 when `safetensors` or `numpy` is missing (CTest's SKIP_RETURN_CODE convention).
+77 (skip) when `safetensors` or `numpy` is missing; 1 instead under WEFT_REQUIRE_REFERENCES=1 (CI:
+tests/common/reference_skip.py).
 """
 
 import json
@@ -32,7 +33,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# the shared pieces (numpy and safetensors are imported there; without them it exits 77, a skip)
+# the shared pieces (numpy and safetensors are imported there; without them it exits 77, a skip, or 1 in CI)
 from hf_llama_crosscheck import (Mismatch, compare_logits, expect, np, relative_error,  # noqa: E402
                                  rotate_half, run, sample_tokens)
 from safetensors.numpy import load_file, save_file  # noqa: E402

@@ -15,7 +15,8 @@ Needs the PyPI packages `safetensors` and `numpy`.
       reference files and run the sample's read mode on each.
 
 Exit status 0 when everything matches; otherwise the first failure is printed and the status is 1.
-A missing `safetensors` or `numpy` module exits with status 77 (CTest's SKIP_RETURN_CODE convention).
+A missing `safetensors` or `numpy` module exits with status 77 (skip), or 1 under
+WEFT_REQUIRE_REFERENCES=1 (CI: tests/common/reference_skip.py).
 """
 
 import json
@@ -24,13 +25,12 @@ import struct
 import subprocess
 import sys
 
-try:
-    import numpy as np
-    import safetensors
-    import safetensors.numpy
-except ImportError as e:  # let CTest report a skip, not a failure
-    print(f"SKIP: {e} (pip install safetensors numpy)")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from reference_skip import require  # noqa: E402  (a missing reference: skip, or fail in CI)
+require(["numpy", "safetensors", "safetensors.numpy"], "python3 -m pip install safetensors numpy")
+import numpy as np  # noqa: E402
+import safetensors  # noqa: E402
+import safetensors.numpy  # noqa: E402
 
 
 class Mismatch(Exception):

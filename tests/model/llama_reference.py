@@ -33,18 +33,18 @@ is W2, weights are (out, in) as torch.nn.Linear.
       rotary convention (Meta's original complex form, which needs permuted weights), and with
       the kv heads grouped the other way (query head i reading kv head i % KVH).
 
-Exit status 0 when it matches; 1 on a mismatch (printed); 2 on usage; 77 without numpy.
+Exit status 0 when it matches; 1 on a mismatch (printed); 2 on usage; 77 (skip) without numpy, 1 instead under
+WEFT_REQUIRE_REFERENCES=1 (CI: tests/common/reference_skip.py).
 """
 
 import os
 import subprocess
 import sys
 
-try:
-    import numpy as np
-except ImportError as e:  # CTest's SKIP_RETURN_CODE
-    print(f"SKIP: {e} (apt install python3-numpy)")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from reference_skip import require  # noqa: E402  (a missing reference: skip, or fail in CI)
+require(["numpy"], "apt-get install python3-numpy")
+import numpy as np  # noqa: E402
 
 EPS = 1e-5
 ROPE_BASE = 10000.0
