@@ -14,6 +14,7 @@
  *   build/examples/train_gpt --help      # every option
  */
 #include <weft/io.hpp>    // save_checkpoint, load_checkpoint
+#include <weft/train/cli.hpp>  // cli::args: checked options
 #include <weft/weft.hpp>
 
 #include <algorithm>
@@ -119,61 +120,51 @@ static void usage(std::FILE* out) {
                "  --help\n");
 }
 
+// Every number is parsed in full and range-checked (weft/train/cli.hpp): a bad value is one line
+// and exit status 2.
 static std::optional<options> parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "train_gpt: %s needs a value (see --help)\n", argv[i]);
-        std::exit(2);
+  cli::args a("train_gpt", argc, argv);
+  using z = std::size_t;
+  constexpr z most = std::numeric_limits<z>::max();
+  try {
+    while (a.next()) {
+      if (a.is("--help") || a.is("-h")) { usage(stdout); std::exit(0); }
+      else if (a.is("--preset")) o.preset = a.value();
+      else if (a.is("--precision")) o.precision = a.value();
+      else if (a.is("--data")) o.data = a.value();
+      else if (a.is("--steps")) o.steps = a.integer<z>();
+      else if (a.is("--batch")) o.batch = a.integer<z>(0, z{1} << 24);
+      else if (a.is("--lr")) o.lr = a.real<float>(0, 10, cli::exclusive);
+      else if (a.is("--warmup")) o.warmup = a.integer<z>();
+      else if (a.is("--eval-every")) o.eval_every = a.integer<z>();
+      else if (a.is("--eval-batches")) o.eval_batches = a.integer<z>(1, most);
+      else if (a.is("--checkpoint")) o.checkpoint = a.value();
+      else if (a.is("--resume")) o.resume = a.value();
+      else if (a.is("--log") || a.is("--metrics")) o.log = a.value();
+      else if (a.is("--checkpoint-every")) o.checkpoint_every = a.integer<z>();
+      else if (a.is("--spike-guard")) o.spike_guard = true;
+      else if (a.is("--spike-window")) o.spike.window = a.integer<z>(1, most);
+      else if (a.is("--spike-warmup")) o.spike.warmup = a.integer<z>();
+      else if (a.is("--spike-threshold")) o.spike.threshold = a.real<double>(0, 1e6, cli::exclusive);
+      else if (a.is("--spike-rollback-after")) o.spike.rollback_after = a.integer<z>();
+      else if (a.is("--inject-bad-batch")) {
+        const std::string v = a.value();
+        const auto colon = v.find(':');
+        o.bad_batch = cli::parse_integer<z>("train_gpt", "--inject-bad-batch", v.substr(0, colon));
+        o.bad_batches = colon == std::string::npos ? 1 : cli::parse_integer<z>("train_gpt", "--inject-bad-batch", v.substr(colon + 1));
       }
-      return argv[++i];
-    };
-    auto number = [&](std::string s) -> double {
-      char* end = nullptr;
-      const double v = std::strtod(s.c_str(), &end);
-      if (s.empty() || *end != '\0' || v < 0) {
-        std::fprintf(stderr, "train_gpt: %s expects a non-negative number, got '%s'\n", std::string(a).c_str(), s.c_str());
-        std::exit(2);
-      }
-      return v;
-    };
-    if (a == "--help" || a == "-h") { usage(stdout); std::exit(0); }
-    else if (a == "--preset") o.preset = value();
-    else if (a == "--precision") o.precision = value();
-    else if (a == "--data") o.data = value();
-    else if (a == "--steps") o.steps = static_cast<std::size_t>(number(value()));
-    else if (a == "--batch") o.batch = static_cast<std::size_t>(number(value()));
-    else if (a == "--lr") o.lr = static_cast<float>(number(value()));
-    else if (a == "--warmup") o.warmup = static_cast<std::size_t>(number(value()));
-    else if (a == "--eval-every") o.eval_every = static_cast<std::size_t>(number(value()));
-    else if (a == "--eval-batches") o.eval_batches = static_cast<std::size_t>(number(value()));
-    else if (a == "--checkpoint") o.checkpoint = value();
-    else if (a == "--resume") o.resume = value();
-    else if (a == "--log" || a == "--metrics") o.log = value();
-    else if (a == "--checkpoint-every") o.checkpoint_every = static_cast<std::size_t>(number(value()));
-    else if (a == "--spike-guard") o.spike_guard = true;
-    else if (a == "--spike-window") o.spike.window = static_cast<std::size_t>(number(value()));
-    else if (a == "--spike-warmup") o.spike.warmup = static_cast<std::size_t>(number(value()));
-    else if (a == "--spike-threshold") o.spike.threshold = number(value());
-    else if (a == "--spike-rollback-after") o.spike.rollback_after = static_cast<std::size_t>(number(value()));
-    else if (a == "--inject-bad-batch") {
-      const std::string v = value();
-      const auto colon = v.find(':');
-      o.bad_batch = static_cast<std::size_t>(number(v.substr(0, colon)));
-      o.bad_batches = colon == std::string::npos ? 1 : static_cast<std::size_t>(number(v.substr(colon + 1)));
+      else if (a.is("--inject-nan")) o.nan_at = a.integer<z>();
+      else if (a.is("--signal-self-at")) o.signal_at = a.integer<z>();
+      else if (a.is("--seed")) o.seed = a.integer<std::uint64_t>();
+      else if (a.is("--sample")) o.sample_chars = a.integer<z>();
+      else if (a.is("--expect-val-loss")) o.expect_val_loss = a.real<double>(0, 1e6);
+      else if (a.is("--quiet")) o.quiet = true;
+      else a.unknown();
     }
-    else if (a == "--inject-nan") o.nan_at = static_cast<std::size_t>(number(value()));
-    else if (a == "--signal-self-at") o.signal_at = static_cast<std::size_t>(number(value()));
-    else if (a == "--seed") o.seed = static_cast<std::uint64_t>(number(value()));
-    else if (a == "--sample") o.sample_chars = static_cast<std::size_t>(number(value()));
-    else if (a == "--expect-val-loss") o.expect_val_loss = number(value());
-    else if (a == "--quiet") o.quiet = true;
-    else {
-      std::fprintf(stderr, "train_gpt: unknown option '%s' (see --help)\n", argv[i]);
-      return std::nullopt;
-    }
+  } catch (const cli::option_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return std::nullopt;
   }
   return o;
 }
@@ -235,12 +226,9 @@ std::string generate(const TrainStep& trained, std::size_t n_chars, std::uint64_
 template <class Plan>
 int train(const options& o) {
   constexpr std::size_t B = Plan::B, S = Plan::S;
-  const corpus data = corpus::open(o.data, "train_gpt");  // a token file, or text tokenized on the fly
+  // A token file, or text tokenized on the fly; every token id checked against the vocabulary.
+  const corpus data = corpus::open(o.data, "train_gpt", 0, Plan::vocab_size);
   const token_view all = data.all();
-  for (std::size_t i = 0; i < std::min<std::size_t>(all.size(), 1 << 16); ++i)
-    if (all[i] < 0 || static_cast<std::size_t>(all[i]) >= Plan::vocab_size)
-      throw data_error("train_gpt: token " + std::to_string(all[i]) + " is outside the preset's vocabulary of " +
-                       std::to_string(Plan::vocab_size));
   const token_split parts = split(all, 0.1);
 
   const std::size_t sequences = o.batch == 0 ? B : o.batch;

@@ -21,6 +21,7 @@
 #include <weft/io/distributed_checkpoint.hpp>
 #include <weft/exec/distributed_step.hpp>
 #include <weft/train/preemption.hpp>
+#include <weft/train/cli.hpp>
 #include <weft/train/stability.hpp>
 #include <weft/weft.hpp>
 
@@ -30,6 +31,9 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <cerrno>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -139,17 +143,48 @@ static std::string json_number(double x) {
   return buf;
 }
 
+// Whether every rank can write into the checkpoint root: "" if so, else the one-line reason.
+// Run before the first step, so an unwritable --checkpoint is not found at the first save.
+static std::string checkpoint_dir_problem(const std::string& root, int rank) {
+  namespace fs = std::filesystem;
+  const std::string head = "train_distributed: --checkpoint '" + root + "' cannot be written";
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec) return head + ": cannot create the directory (" + ec.message() + ")";
+  if (!fs::is_directory(root, ec)) return head + ": not a directory";
+  const fs::path probe = fs::path(root) / (".write-check-rank-" + std::to_string(rank));
+  std::FILE* f = std::fopen(probe.c_str(), "wb");
+  if (!f) return head + ": cannot create a file in it (" + std::strerror(errno) + ")";
+  const bool written = std::fputc('x', f) != EOF;
+  const bool closed = std::fclose(f) == 0;
+  fs::remove(probe, ec);
+  if (!written || !closed) return head + ": cannot write a file in it";
+  return {};
+}
+
 template <class Plan>
 int train(mpi_communicator& world, const options& o) {
-  // Every rank loads its data; a failure on any rank ends all of them with one line.
+  // Every rank loads its data: the file, every token id against the model's vocabulary (one
+  // pass), and one batch window; a failure on any rank ends all of them with one line.
   std::optional<corpus> data;
   std::string error;
   try {
-    data.emplace(corpus::open(o.data, "train_distributed", world.rank()));
+    data.emplace(corpus::open(o.data, "train_distributed", world.rank(), Plan::vocab_size));
+    batch_sampler<Plan::B, Plan::S> probe(data->all(), 0);  // throws if the corpus is shorter than a window
   } catch (const std::exception& e) {
     error = e.what();
+    if (data && !error.starts_with("train_distributed")) {  // a sampler error does not name the file
+      std::string path = o.data.empty() ? std::string("the fortune corpus") : o.data;
+      if (const auto at = path.find("{rank}"); at != std::string::npos) path.replace(at, 6, std::to_string(world.rank()));
+      error = "train_distributed: '" + path + "' (rank " + std::to_string(world.rank()) + "): " + error;
+    }
   }
   collective_check(world, error.empty(), error, 1);
+  // The checkpoint root must take files on every rank before any step is spent.
+  if (!o.checkpoint.empty()) {
+    const std::string problem = checkpoint_dir_problem(o.checkpoint, world.rank());
+    collective_check(world, problem.empty(), problem, 1);
+  }
 
   train_options topt;
   topt.optimizer.lr = o.lr;
@@ -199,6 +234,8 @@ int train(mpi_communicator& world, const options& o) {
   // Rollback needs somewhere to roll back to: without --checkpoint the guard only skips.
   if (o.spike_guard) guard.emplace(spike_guard_options{.rollback_after = o.checkpoint.empty() ? 0 : o.rollback_after});
   std::size_t rollbacks = 0;  // rollbacks done
+  std::size_t consecutive_skips = 0;
+  constexpr std::size_t max_consecutive_skips = 50;  // as in train_gpt
   std::FILE* metrics = world.rank() == 0 && !o.metrics.empty() ? std::fopen(o.metrics.c_str(), "w") : nullptr;
   // A skipped step is not counted: loop until `steps` updates (s counts attempts).
   for (std::size_t s = 0; step.step_count() < o.steps; ++s) {
@@ -235,6 +272,17 @@ int train(mpi_communicator& world, const options& o) {
                    m.nonfinite ? "true" : "false", spike ? "true" : "false", m.skipped_total,
                    guard ? guard->spikes() : std::size_t{0}, rollbacks);
       std::fflush(metrics);
+    }
+    // A run that skips step after step is broken, not unlucky: stop (as train_gpt does). Every
+    // rank saw the same verdict, so every rank counts the same; rank 0 prints the line.
+    consecutive_skips = m.skipped ? consecutive_skips + 1 : 0;
+    if (consecutive_skips >= max_consecutive_skips) {
+      if (metrics) std::fclose(metrics);
+      collective_check(world, world.rank() != 0,
+                       "train_distributed: " + std::to_string(consecutive_skips) +
+                           " steps in a row were skipped on every rank, at step " + std::to_string(m.step + 1) +
+                           "; stopping",
+                       4);
     }
     // ---- rollback: K spikes in a row; every rank's guard saw the same all-reduced loss and norm,
     // and the ranks agree once more before acting. The data position is kept, so the bad batches
@@ -290,35 +338,52 @@ bool dispatch(std::tuple<Ps...>, std::string_view name, mpi_communicator& world,
   return ((name == Ps::name ? (rc = train<typename Ps::plan_type>(world, o), true) : false) || ...);
 }
 
+// Every number is parsed in full and range-checked (weft/train/cli.hpp, shared with train_gpt).
+// Every rank parses the same arguments, so every rank finds the same error: rank 0 prints it
+// (one line) and every rank exits with status 2. No options: --help was shown.
+static std::optional<options> parse(mpi_communicator& world, int argc, char** argv) {
+  options o;
+  cli::args a("train_distributed", argc, argv);
+  using z = std::size_t;
+  constexpr int no_rank = -1, most_ranks = 1 << 24;
+  std::string error;
+  try {
+    while (a.next()) {
+      if (a.is("--help")) { if (world.rank() == 0) usage(); return std::nullopt; }
+      else if (a.is("--strategy")) o.strategy = a.value();
+      else if (a.is("--data")) o.data = a.value();
+      else if (a.is("--steps")) o.steps = a.integer<z>();
+      else if (a.is("--lr")) o.lr = a.real<float>(0, 10, cli::exclusive);
+      else if (a.is("--fail-rank")) o.fail_rank = a.integer<int>(no_rank, most_ranks);
+      else if (a.is("--kill-rank")) o.kill_rank = a.integer<int>(no_rank, most_ranks);
+      else if (a.is("--metrics")) o.metrics = a.value();
+      else if (a.is("--spike-guard")) o.spike_guard = true;
+      else if (a.is("--spike-rollback-after")) o.rollback_after = a.integer<z>();
+      else if (a.is("--spike-rank")) o.spike_rank = a.integer<int>(no_rank, most_ranks);
+      else if (a.is("--spike-at")) o.spike_at = a.integer<z>();
+      else if (a.is("--spike-steps")) o.spike_steps = a.integer<z>();
+      else if (a.is("--nan-rank")) o.nan_rank = a.integer<int>(no_rank, most_ranks);
+      else if (a.is("--nan-at")) o.nan_at = a.integer<z>();
+      else if (a.is("--signal-rank")) o.signal_rank = a.integer<int>(no_rank, most_ranks);
+      else if (a.is("--signal-at")) o.signal_at = a.integer<z>();
+      else if (a.is("--checkpoint")) o.checkpoint = a.value();
+      else if (a.is("--save-every")) o.save_every = a.integer<z>();
+      else if (a.is("--keep")) o.keep = a.integer<z>();
+      else if (a.is("--resume")) o.resume = a.value();
+      else a.unknown();
+    }
+  } catch (const cli::option_error& e) {
+    error = e.what();
+  }
+  collective_check(world, error.empty() || world.rank() != 0, error, 2);
+  return o;
+}
+
 int main(int argc, char** argv) {
   auto world = mpi::world(argc, argv);
-  options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--help") { if (world.rank() == 0) usage(); return 0; }
-    else if (a == "--strategy") o.strategy = next();
-    else if (a == "--data") o.data = next();
-    else if (a == "--steps") o.steps = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--lr") o.lr = std::strtof(next().c_str(), nullptr);
-    else if (a == "--fail-rank") o.fail_rank = std::atoi(next().c_str());
-    else if (a == "--kill-rank") o.kill_rank = std::atoi(next().c_str());
-    else if (a == "--metrics") o.metrics = next();
-    else if (a == "--spike-guard") o.spike_guard = true;
-    else if (a == "--spike-rollback-after") o.rollback_after = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--spike-rank") o.spike_rank = std::atoi(next().c_str());
-    else if (a == "--spike-at") o.spike_at = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--spike-steps") o.spike_steps = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--nan-rank") o.nan_rank = std::atoi(next().c_str());
-    else if (a == "--nan-at") o.nan_at = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--signal-rank") o.signal_rank = std::atoi(next().c_str());
-    else if (a == "--signal-at") o.signal_at = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--checkpoint") o.checkpoint = next();
-    else if (a == "--save-every") o.save_every = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--keep") o.keep = std::strtoul(next().c_str(), nullptr, 10);
-    else if (a == "--resume") o.resume = next();
-    else collective_check(world, false, "train_distributed: unknown option '" + a + "' (see --help)", 2);
-  }
+  const std::optional<options> parsed = parse(world, argc, argv);
+  if (!parsed) return 0;  // --help
+  const options& o = *parsed;
   int rc = 0;
   if (dispatch(presets{}, o.strategy, world, o, rc)) return rc;
   collective_check(world, false, "train_distributed: unknown strategy '" + o.strategy + "' (see --help)", 2);

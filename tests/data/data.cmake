@@ -43,3 +43,46 @@ add_test(NAME data.fortune_corpus.missing_fails_when_required
                  -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
 set_tests_properties(data.fortune_corpus.missing_skips data.fortune_corpus.missing_fails_when_required PROPERTIES
                      LABELS data TIMEOUT 60)
+
+# ---- inputs refused before training (issue 27): token ids outside the vocabulary anywhere in
+# the corpus (past the first 65,536 tokens, where train_gpt used to stop looking), in nanoGPT and
+# llm.c files of both widths, and option values that are not what the option takes. One line,
+# non-zero status (2 for options). The files are written by write_bad_tokens.py (fixture
+# weft_bad_tokens, also used by tests/mpi's train_distributed input tests).
+set(WEFT_BAD_TOKENS_DIR ${PROJECT_BINARY_DIR}/tests/bad_tokens)
+if(WEFT_PYTHON)
+  add_test(NAME data.bad_token_files COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/write_bad_tokens.py ${WEFT_BAD_TOKENS_DIR})
+  set_tests_properties(data.bad_token_files PROPERTIES FIXTURES_SETUP weft_bad_tokens LABELS data)
+endif()
+if(TARGET train_gpt)
+  set(weft_tg $<TARGET_FILE:train_gpt>|--preset|tiny|--steps|2|--eval-every|0|--eval-batches|1|--sample|0|--quiet|--checkpoint|${CMAKE_CURRENT_BINARY_DIR}/inputs_checkpoint|--log|${CMAKE_CURRENT_BINARY_DIR}/inputs_metrics.jsonl)
+  foreach(entry "nanogpt_small_id.bin:token 300 at offset 81920" "nanogpt_large_id.bin:token 60000 at offset 81920"
+                "llmc_u16_bad.bin:token 1000 at offset 70000" "llmc_u32_bad.bin:token 70123 at offset 81920")
+    string(FIND "${entry}" ":" colon)
+    string(SUBSTRING "${entry}" 0 ${colon} file)
+    math(EXPR colon "${colon} + 1")
+    string(SUBSTRING "${entry}" ${colon} -1 what)
+    string(REPLACE ".bin" "" stem ${file})
+    add_test(NAME data.train_gpt_refuses_token_outside_vocabulary.${stem}
+             COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${weft_tg}|--data|${WEFT_BAD_TOKENS_DIR}/${file}" -DEXPECT_RC=1
+                     "-DEXPECT=^weft::token_file: '[^\n]*${file}': ${what} is outside the vocabulary \\(256 tokens: ids 0..255\\).\n$"
+                     -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
+    set_tests_properties(data.train_gpt_refuses_token_outside_vocabulary.${stem} PROPERTIES
+                         FIXTURES_REQUIRED weft_bad_tokens LABELS data TIMEOUT 60)
+  endforeach()
+  # Option values: parsed in full and range-checked (weft/train/cli.hpp), one line, status 2.
+  foreach(entry "steps-fraction:--steps|2.5:--steps expects a whole number from 0 to [0-9]+, got '2.5'"
+                "steps-negative:--steps|-1:--steps expects a whole number from 0 to [0-9]+, got '-1'"
+                "lr-nan:--lr|nan:--lr expects a number above 0 up to 10, got 'nan'"
+                "lr-word:--lr|abc:--lr expects a number above 0 up to 10, got 'abc'"
+                "seed-overflow:--seed|18446744073709551616:--seed expects a whole number from 0 to 18446744073709551615")
+    string(REPLACE ":" ";" entry "${entry}")
+    list(GET entry 0 name)
+    list(GET entry 1 args)
+    list(GET entry 2 what)
+    add_test(NAME data.train_gpt_refuses_option.${name}
+             COMMAND ${CMAKE_COMMAND} "-DCOMMAND=${weft_tg}|${args}" -DEXPECT_RC=2 "-DEXPECT=^train_gpt: ${what}[^\n]*\n$"
+                     -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
+    set_tests_properties(data.train_gpt_refuses_option.${name} PROPERTIES LABELS data TIMEOUT 60)
+  endforeach()
+endif()

@@ -8,6 +8,7 @@
 #include "weft/data/token_buffer.hpp"  // token_buffer
 #include "weft/data/token_source.hpp"  // token_source
 #include "weft/data/tokenizer.hpp"     // byte_tokenizer
+#include "weft/data/vocabulary_check.hpp"  // find_outside_vocabulary
 
 #include <cerrno>
 #include <cstddef>
@@ -102,6 +103,22 @@ class text_corpus {
   bool empty() const noexcept { return tokens_.empty(); }
   std::int32_t operator[](std::size_t i) const noexcept { return tokens_[i]; }
   std::span<const std::int32_t> tokens() const noexcept { return tokens_.tokens(); }
+
+  /// Throws `data_error` if a token id is not below `vocab_size` (byte-level text has ids
+  /// 0..255, so only a model with fewer than 256 tokens can fail): one line naming the file the
+  /// token came from, its offset in that file's tokens and its id.
+  void check_vocabulary(std::size_t vocab_size) const {
+    const auto bad = find_outside_vocabulary(tokens_.tokens(), vocab_size);
+    if (!bad) return;
+    std::string file = "<separator>";  // a file_separator / record_separator between files
+    token_outside where = *bad;
+    for (const auto& f : files_)
+      if (bad->offset >= f.offset && bad->offset < f.offset + f.count) {
+        file = f.path.string();
+        where.offset = bad->offset - f.offset;
+      }
+    throw data_error(outside_vocabulary_message("weft::text_corpus", file, where, vocab_size));
+  }
 
   const token_buffer& buffer() const noexcept { return tokens_; }
   std::span<const file_entry> files() const noexcept { return files_; }

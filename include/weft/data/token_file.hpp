@@ -9,12 +9,14 @@
 //            (llm.c's LLaMA-3 shards).
 // The file is mapped with POSIX mmap (PROT_READ, MAP_SHARED), so a many-GB corpus costs
 // no load time and the page cache is shared by all ranks on a node. All checks happen in
-// `open`; reading afterwards never throws. The default dtype is u16, as before uint32 support:
+// `open`; reading afterwards never throws. Given a vocabulary size, `open` also checks every
+// token id against it, in one pass over the file (weft/data/vocabulary_check.hpp). The default dtype is u16, as before uint32 support:
 // a uint32 file opened that way is refused with a message saying how to open it.
 #include "weft/data/data_error.hpp"          // data_error
 #include "weft/data/detail/mapped_file.hpp"  // mapped_file (POSIX mmap)
 #include "weft/data/token_source.hpp"        // token_source
 #include "weft/data/token_view.hpp"          // token_view
+#include "weft/data/vocabulary_check.hpp"    // find_outside_vocabulary
 
 #include <bit>
 #include <cassert>
@@ -22,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -99,9 +102,31 @@ class token_file {
   /// naming the file) for: a missing/unreadable file, an empty file, a raw file whose size is
   /// not a multiple of the token width, an llm.c file with bad magic (format forced to llmc),
   /// an unsupported version, a token count that disagrees with the file size (truncated or
-  /// trailing bytes), a width that disagrees with the one asked for.
+  /// trailing bytes), a width that disagrees with the one asked for, and, when `vocab_size` is
+  /// not 0, a token id at or above `vocab_size` (see check_vocabulary).
   static token_file open(const std::filesystem::path& path, token_format format = token_format::detect,
-                         token_dtype dtype = token_dtype::u16) {
+                         token_dtype dtype = token_dtype::u16, std::size_t vocab_size = 0) {
+    token_file f = open_unchecked(path, format, dtype);
+    if (vocab_size > 0) f.check_vocabulary(vocab_size);
+    return f;
+  }
+
+  /// The first token whose id is not below `vocab_size`, or none: one pass over all tokens.
+  std::optional<token_outside> find_outside_vocabulary(std::size_t vocab_size) const noexcept {
+    return wide_ ? weft::find_outside_vocabulary(tokens_u32(), vocab_size)
+                 : weft::find_outside_vocabulary(std::span<const std::uint16_t>(static_cast<const std::uint16_t*>(data_), size_),
+                                                 vocab_size);
+  }
+  /// Throws `data_error` naming the file, the token's offset (in tokens, after any header) and
+  /// its id if any token id is not below `vocab_size`, e.g.
+  ///   weft::token_file: 'train.bin': token 70123 at offset 81920 is outside the vocabulary (256 tokens: ids 0..255).
+  void check_vocabulary(std::size_t vocab_size) const {
+    if (const auto bad = find_outside_vocabulary(vocab_size))
+      throw data_error(outside_vocabulary_message("weft::token_file", path_.string(), *bad, vocab_size));
+  }
+
+ private:
+  static token_file open_unchecked(const std::filesystem::path& path, token_format format, token_dtype dtype) {
     token_file f;
     f.path_ = path;
     f.map();  // throws on missing / not regular / empty
@@ -172,6 +197,7 @@ class token_file {
     return f;
   }
 
+ public:
   // ---- reading ----
   std::size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }

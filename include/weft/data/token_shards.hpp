@@ -3,7 +3,8 @@
 // A training corpus of GBs arrives as many shards (llm.c's `fineweb_train_000001.bin`, ...,
 // nanoGPT's `train.bin`), each a `token_file`: nanoGPT raw or llm.c, uint16 or uint32 tokens,
 // mixed freely. The shards are kept in the given (or, for a directory, sorted-name) order, so
-// the sample stream built on them is the same on every machine. All checks happen in `open`.
+// the sample stream built on them is the same on every machine. All checks happen in `open`,
+// the token ids against a vocabulary when `shard_options::vocab_size` is given.
 #include "weft/data/data_error.hpp"  // data_error
 #include "weft/data/token_file.hpp"  // token_file, token_format, token_dtype
 #include "weft/data/token_view.hpp"  // token_view
@@ -25,6 +26,9 @@ namespace weft {
 struct shard_options {
   token_format format = token_format::detect;
   token_dtype dtype = token_dtype::detect;
+  /// Not 0: every token id of every shard is checked to be below it, in one pass at open; the
+  /// first one that is not ends `open` with a data_error naming the shard, offset and id.
+  std::size_t vocab_size = 0;
 };
 
 /// An ordered set of memory-mapped token files; move-only.
@@ -33,7 +37,8 @@ class token_shards {
   token_shards() = default;
 
   /// The files in the given order. Throws `data_error` for an empty list or any file that
-  /// `token_file::open` refuses (the message names that file).
+  /// `token_file::open` refuses (the message names that file), a token id out of
+  /// `options.vocab_size` included (the offset is within that shard).
   static token_shards open(std::span<const std::filesystem::path> files, shard_options options = {}) {
     if (files.empty()) throw data_error("weft::token_shards: no shard files given.");
     token_shards s;
@@ -41,7 +46,7 @@ class token_shards {
     s.offsets_.reserve(files.size() + 1);
     s.offsets_.push_back(0);
     for (const auto& p : files) {
-      s.files_.push_back(token_file::open(p, options.format, options.dtype));
+      s.files_.push_back(token_file::open(p, options.format, options.dtype, options.vocab_size));
       s.offsets_.push_back(s.offsets_.back() + s.files_.back().size());
     }
     return s;
