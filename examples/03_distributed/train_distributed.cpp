@@ -13,6 +13,10 @@
  *
  * Run-time errors end every rank with one line and a non-zero status: a world that does not
  * fit the mesh, a data file missing on some rank (--data may contain {rank}), a rank that dies.
+ * Before the first step: every option value (parsed in full and range-checked, status 2; the
+ * parser is train_gpt's, weft/train/cli.hpp), every token id of the corpus against the model's
+ * vocabulary, a corpus shorter than a batch window, a --checkpoint that cannot be written.
+ * 50 skipped steps in a row stop the run (status 4).
  * SIGTERM or SIGINT on any rank ends every rank after the same step, with status 0; a step whose
  * loss or gradient norm is not finite on any rank is skipped by all (docs/running_long_jobs.md).
  */
@@ -25,6 +29,7 @@
 #include <weft/train/stability.hpp>
 #include <weft/weft.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <ctime>
@@ -38,6 +43,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <tuple>
 
 using namespace weft;
@@ -104,6 +110,7 @@ struct options {
   std::size_t spike_at = 0, spike_steps = 0;  // ... in step attempts [N, N + K) (1-based)
   int nan_rank = -1, signal_rank = -1;  // for testing: NaN gradients / SIGTERM on this rank ...
   std::size_t nan_at = 0, signal_at = 0;  // ... in step attempt N / optimizer step N (1-based)
+  std::size_t step_delay_ms = 0;  // for testing: every rank sleeps this long in every step (a slow step)
   std::string checkpoint, resume;          // checkpoint root to save into / to resume from
   std::size_t save_every = 0, keep = 0;    // save every N steps (0: at the end only); keep the last N (0: all)
 };
@@ -114,7 +121,7 @@ static void usage() {
               "  --data PATH       corpus: text file, directory, or .bin token file ({rank} is replaced\n"
               "                    by the rank); default: the fortune(6) corpus\n"
               "  --steps N         optimizer steps                                     (default 100)\n"
-              "  --lr X            peak learning rate                                  (default 3e-3)\n"
+              "  --lr X            peak learning rate, in (0, 10]                      (default 3e-3)\n"
               "  --fail-rank R     (testing) rank R exits with status 3 at step 2\n"
               "  --kill-rank R     (testing) rank R is killed by SIGKILL in the middle of step 2\n"
               "  --metrics FILE    JSON lines, one object per step (written by rank 0)\n"
@@ -125,6 +132,7 @@ static void usage() {
               "                    its step attempts N..N+K-1\n"
               "  --nan-rank R --nan-at N        (testing) rank R's gradients are NaN in its N-th step call\n"
               "  --signal-rank R --signal-at N  (testing) rank R raises SIGTERM during step N\n"
+              "  --step-delay-ms N (testing) every rank sleeps N ms in every step (a step longer than mpirun's kill timeout)\n"
               "  --checkpoint DIR  save checkpoints into DIR/step-N/ (DIR/latest names the newest): at the\n"
               "                    end, every --save-every steps, and when preempted\n"
               "  --save-every N    save every N optimizer steps                        (default 0: at the end)\n"
@@ -240,6 +248,7 @@ int train(mpi_communicator& world, const options& o) {
   // A skipped step is not counted: loop until `steps` updates (s counts attempts).
   for (std::size_t s = 0; step.step_count() < o.steps; ++s) {
     if (step.step_count() + 1 == o.signal_at && world.rank() == o.signal_rank) std::raise(SIGTERM);  // testing
+    if (o.step_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));  // testing
     if (static_cast<int>(s) == 2 && world.rank() == o.fail_rank) std::exit(3);
     if (static_cast<int>(s) == 2 && world.rank() == o.kill_rank) {
       // Mid-step: after this rank's first micro-batch, while the others wait in a collective.
@@ -366,6 +375,7 @@ static std::optional<options> parse(mpi_communicator& world, int argc, char** ar
       else if (a.is("--nan-at")) o.nan_at = a.integer<z>();
       else if (a.is("--signal-rank")) o.signal_rank = a.integer<int>(no_rank, most_ranks);
       else if (a.is("--signal-at")) o.signal_at = a.integer<z>();
+      else if (a.is("--step-delay-ms")) o.step_delay_ms = a.integer<z>(0, 3600000);
       else if (a.is("--checkpoint")) o.checkpoint = a.value();
       else if (a.is("--save-every")) o.save_every = a.integer<z>();
       else if (a.is("--keep")) o.keep = a.integer<z>();
