@@ -231,7 +231,7 @@ def main(argv):
         ("heads", {"num_attention_heads": 4}, "heads<4>"),
         ("pct", {"rotary_pct": 0.25}, "rotary_pct<0.25>"),
         ("base", {"rotary_emb_base": 10000}, "rope_theta<10000>"),
-        ("theta", {"rope_theta": 10000.0}, "rope_theta<10000>"),
+        ("theta", {"rope_theta": 10000.0}, "rope_theta is 10000 but rotary_emb_base is"),  # two spellings disagreeing
         ("eps", {"layer_norm_eps": 1e-5}, "norm_eps<1e-05>"),
         ("sequential", {"use_parallel_residual": False}, "use_parallel_residual is false"),
         ("act", {"hidden_act": "gelu_new"}, "exact (erf) GELU"),

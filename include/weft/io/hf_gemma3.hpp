@@ -36,6 +36,7 @@
 #include "weft/exec/training_step.hpp"  // training_step
 #include "weft/io/checkpoint.hpp"       // checkpoint_error
 #include "weft/io/checkpoint_model.hpp" // structured_model_t
+#include "weft/io/hf_config.hpp"         // hf_read_rope: rope_parameters and the older spellings
 #include "weft/io/hf_llama.hpp"         // hf_tensor_part, hf_load_parts, hf_save_parts, hf_config_*, hf_write_config
 #include "weft/io/json.hpp"             // json
 
@@ -136,9 +137,7 @@ void check_hf_gemma3_config(const std::filesystem::path& file) {
                               size_field{"num_key_value_heads", M::kv_heads, "kv_heads"},
                               size_field{"head_dim", M::head_dim, "head_dim"},
                               size_field{"sliding_window", Cfg::sliding_window, "sliding_window"},
-                              size_field{"sliding_window_pattern", Cfg::pattern, "layer_pattern"},
-                              size_field{"rope_theta", Cfg::rope_theta, "rope_theta"},
-                              size_field{"rope_local_base_freq", Cfg::rope_local_base, "rope_local_base_freq"}})
+                              size_field{"sliding_window_pattern", Cfg::pattern, "layer_pattern"}})
     if (number(s.key, v) && v != double(s.model))
       refuse(std::string(s.key) + " is " + hf_number(v) + ", this model's is " + std::to_string(s.model),
              "give the gemma3_config " + std::string(s.tag) + "<" + hf_number(v) + ">");
@@ -172,25 +171,37 @@ void check_hf_gemma3_config(const std::filesystem::path& file) {
     refuse("tie_word_embeddings is false", "a gemma3's head is tied to its embedding");
   if (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>())
     refuse("attention_bias is true", "a gemma3's projections have no biases");
-  // rope_scaling: none ("default"), or linear with the model's factor
+  // the rotary settings of the global and the sliding layers (io/hf_config.hpp): rope_parameters'
+  // full_attention and sliding_attention entries (transformers 5), or rope_theta, rope_scaling and
+  // rope_local_base_freq (older files); a base given in neither is Gemma3TextConfig's default
+  const hf_rope global = hf_read_rope(j, where, hf_gemma3_rope_spelling(true));
+  const hf_rope local = hf_read_rope(j, where, hf_gemma3_rope_spelling(false));
+  for (const hf_rope* r : {&global, &local}) {
+    const bool is_global = r == &global;
+    if (r->type != "default" && (r->type != "linear" || !is_global))
+      refuse(hf_rope_type_field(*r) + " is \"" + r->type + "\"",
+             is_global ? "weft's gemma3 scales its global layers' frequencies linearly only"
+                       : "weft's gemma3 does not scale its sliding layers' frequencies");
+    if (!r->unknown.empty())
+      refuse("\"" + r->unknown + "\" is a rotary field weft does not read", "remove it or convert the checkpoint");
+    const char* tag = is_global ? "rope_theta" : "rope_local_base_freq";
+    const double model = is_global ? double(Cfg::rope_theta) : double(Cfg::rope_local_base);
+    if (r->theta.value != model)
+      refuse((r->theta.found() ? r->theta.field : std::string(tag) + " (absent: " + hf_config_text(r->theta.value) + ")") +
+                 " is " + hf_config_text(r->theta.value) + ", this model's is " + hf_config_text(model),
+             "give the gemma3_config " + std::string(tag) + "<" + hf_config_text(r->theta.value) + ">");
+  }
+  // the global layers' scaling: none ("default"), or linear with the model's factor
   constexpr double model_factor = hf_gemma3_linear_factor<M>();
   double factor = 0;
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null()) {
-    const auto& r = j["rope_scaling"];
-    if (!r.is_object()) refuse("rope_scaling is not an object", "give null or {\"rope_type\": \"linear\", \"factor\": …}");
-    const char* key = r.contains("rope_type") ? "rope_type" : "type";
-    const std::string type = r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : "default";
-    if (type == "linear") {
-      if (!r.contains("factor") || !r["factor"].is_number()) refuse("rope_scaling is linear without a factor", "give its factor");
-      factor = r["factor"].get<double>();
-    } else if (type != "default") {
-      refuse("rope_scaling's type is \"" + type + "\"", "weft's gemma3 scales its global layers' frequencies linearly only");
-    }
+  if (global.type == "linear") {
+    if (!global.factor.found()) refuse(hf_rope_type_field(global) + " is linear without a factor", "give its factor");
+    factor = global.factor.value;
   }
   if (factor != model_factor)
-    refuse(factor == 0 ? std::string("it has no rope_scaling") : "rope_scaling is linear with factor " + hf_number(factor),
+    refuse(factor == 0 ? std::string("it has no rope_scaling") : hf_rope_type_field(global) + " is linear with factor " + hf_config_text(factor),
            factor == 0 ? std::string("build the gemma3 without rope_scaling<>")
-                       : "give the gemma3_config rope_scaling<linear_rope_scaling<" + hf_number(factor) + ">>");
+                       : "give the gemma3_config rope_scaling<linear_rope_scaling<" + hf_config_text(factor) + ">>");
 }
 
 template <class Plan>

@@ -34,6 +34,7 @@
 // parameter for (a bias, a norm) is an error too: silently dropping weights would change the model.
 #include "weft/io/checkpoint.hpp"          // checkpoint_error, st_dtype_name, st_float_dtype
 #include "weft/io/checkpoint_model.hpp"    // structured_model_t, model_signature
+#include "weft/io/hf_config.hpp"           // hf_read_rope: rope_parameters and the older spellings
 #include "weft/io/json.hpp"                // json
 #include "weft/io/safetensors_reader.hpp"  // safetensors_file
 #include "weft/io/safetensors_writer.hpp"  // safetensors_writer
@@ -240,39 +241,46 @@ void check_hf_llama_fields(const io::detail::json& j, const std::string& where) 
   if (number("rms_norm_eps", v) && std::abs(v - Cfg::norm_epsilon) > 1e-9 * Cfg::norm_epsilon)
     refuse("rms_norm_eps is " + hf_number(v) + ", this model's is " + hf_number(Cfg::norm_epsilon),
            "give the llama norm_eps<" + hf_number(v) + ">");
-  if (number("rope_theta", v) && v != double(Cfg::rope_theta))
-    refuse("rope_theta is " + hf_number(v) + ", this model's is " + std::to_string(Cfg::rope_theta),
-           "give the llama rope_theta<" + hf_number(v) + ">");
   if (j.contains("hidden_act") && j["hidden_act"].is_string() && j["hidden_act"].get<std::string>() != "silu")
     refuse("hidden_act is \"" + j["hidden_act"].get<std::string>() + "\"", "a llama's MLP is SwiGLU (silu)");
-  // rope_scaling: none, "default", or LLaMA 3.1's "llama3" with the model's factors
+  // the rotary settings (io/hf_config.hpp): rope_parameters (transformers 5) or rope_theta and
+  // rope_scaling (older files); a base given in neither is transformers' default for the model_type
+  // (a file without model_type: this loader's llama, or mixtral / qwen3_moe for a moe_llama)
+  std::string model_type = requires { typename M::moe_type; } ? (Cfg::qk_normalised ? "qwen3_moe" : "mixtral") : "llama";
+  if (j.contains("model_type") && j["model_type"].is_string()) model_type = j["model_type"].get<std::string>();
+  const hf_rope rope = hf_read_rope(j, where, hf_rope_spelling_of(model_type));
   using Sc = typename Cfg::rope_scaling_type;
-  std::string rope_type = "default";
-  if (j.contains("rope_scaling") && j["rope_scaling"].is_object()) {
-    const auto& r = j["rope_scaling"];
-    const char* key = r.contains("rope_type") ? "rope_type" : "type";
-    if (r.contains(key) && r[key].is_string()) rope_type = r[key].get<std::string>();
-    if (rope_type != "default" && rope_type != "llama3")
-      refuse("rope_scaling's type is \"" + rope_type + "\"", "weft scales rotary frequencies as LLaMA 3.1 only (llama3)");
-    if (rope_type == "llama3") {
-      if constexpr (!Sc::enabled) {
-        refuse("rope_scaling is llama3", "give the llama rope_scaling<llama3_rope_scaling<factor, low, high, original>>");
-      } else {
-        auto field = [&](const char* k, double model) {
-          if (r.contains(k) && r[k].is_number() && r[k].get<double>() != model)
-            refuse(std::string("rope_scaling's ") + k + " is " + hf_number(r[k].get<double>()) + ", this model's is " +
-                       hf_number(model),
-                   "give the llama rope_scaling<llama3_rope_scaling<factor, low, high, original>> with the file's values");
-        };
-        field("factor", double(Sc::factor));
-        field("low_freq_factor", double(Sc::low_freq_factor));
-        field("high_freq_factor", double(Sc::high_freq_factor));
-        field("original_max_position_embeddings", double(Sc::original_context));
-      }
+  if (rope.type != "default" && rope.type != "llama3")
+    refuse(hf_rope_type_field(rope) + " is \"" + rope.type + "\"", "weft scales rotary frequencies as LLaMA 3.1 only (llama3)");
+  if (!rope.unknown.empty()) refuse("\"" + rope.unknown + "\" is a rotary field weft does not read", "remove it or convert the checkpoint");
+  if (rope.partial_rotary_factor.value != 1)
+    refuse(rope.partial_rotary_factor.field + " is " + hf_config_text(rope.partial_rotary_factor.value),
+           "weft's llama rotates every element of each head");
+  if (rope.theta.value != double(Cfg::rope_theta))
+    refuse((rope.theta.found() ? rope.theta.field + " is " : "it gives no rope_theta (" + model_type + "'s default is ") +
+               hf_config_text(rope.theta.value) + (rope.theta.found() ? "" : ")") + ", this model's is " +
+               std::to_string(Cfg::rope_theta),
+           "give the llama rope_theta<" + hf_config_text(rope.theta.value) + ">");
+  if (rope.type == "llama3") {
+    if constexpr (!Sc::enabled) {
+      refuse(hf_rope_type_field(rope) + " is llama3", "give the llama rope_scaling<llama3_rope_scaling<factor, low, high, original>>");
+    } else {
+      auto field = [&](const hf_rope_value& f, const char* name, double model) {
+        if (!f.found())
+          refuse(hf_rope_type_field(rope) + " is \"llama3\" without " + name,
+                 "give LLaMA 3.1's factor, low_freq_factor, high_freq_factor and original_max_position_embeddings");
+        if (f.value != model)
+          refuse(f.field + " is " + hf_config_text(f.value) + ", this model's is " + hf_config_text(model),
+                 "give the llama rope_scaling<llama3_rope_scaling<factor, low, high, original>> with the file's values");
+      };
+      field(rope.factor, "factor", double(Sc::factor));
+      field(rope.low_freq_factor, "low_freq_factor", double(Sc::low_freq_factor));
+      field(rope.high_freq_factor, "high_freq_factor", double(Sc::high_freq_factor));
+      field(rope.original_max_position_embeddings, "original_max_position_embeddings", double(Sc::original_context));
     }
   }
   if constexpr (Sc::enabled)
-    if (rope_type != "llama3") refuse("it has no llama3 rope_scaling", "build the llama without rope_scaling<>");
+    if (rope.type != "llama3") refuse("it has no llama3 rope_scaling", "build the llama without rope_scaling<>");
   // the sliding window, as it acts on this model's sequences (a window of the context or more is none);
   // Qwen's configs carry a window that applies only with use_sliding_window (false when absent),
   // and then on the layers from max_window_layers on (none when that is the depth, all when 0)
@@ -285,6 +293,22 @@ void check_hf_llama_fields(const io::detail::json& j, const std::string& where) 
                     j["use_sliding_window"].get<bool>();
     double first = 0;
     number("max_window_layers", first);
+    if (on && j.contains("layer_types") && !j["layer_types"].is_null()) {  // transformers 5: the list decides
+      const auto& types = j["layer_types"];
+      if (!types.is_array() || types.size() != M::depth)
+        refuse("layer_types is not a list of " + std::to_string(M::depth) + " layer types", "give one per layer");
+      std::size_t sliding = 0;
+      for (const auto& lt : types) {
+        if (!lt.is_string() || (lt.get<std::string>() != "sliding_attention" && lt.get<std::string>() != "full_attention"))
+          refuse("layer_types has " + lt.dump(), "weft reads full_attention and sliding_attention");
+        sliding += lt.get<std::string>() == "sliding_attention";
+      }
+      if (sliding != 0 && sliding != M::depth)
+        refuse("its sliding window applies to " + std::to_string(sliding) + " of " + std::to_string(M::depth) +
+                   " layers only (layer_types)",
+               "weft's llama windows every layer or none");
+      first = sliding == 0 ? double(M::depth) : 0;
+    }
     if (on && first > 0 && first < double(M::depth))
       refuse("its sliding window applies to layers " + hf_number(first) + " on only (max_window_layers)",
              "weft's llama windows every layer or none");

@@ -29,6 +29,7 @@
 // ones, a shared expert) is refused with a one-line checkpoint_error that says why.
 // `hf_model_type <config.json | checkpoint dir>` (tools/hf_model_type.cpp) prints it.
 #include "weft/io/checkpoint_error.hpp"  // checkpoint_error
+#include "weft/io/hf_config.hpp"         // hf_read_rope, hf_expert_count: the fields spelt more than one way
 #include "weft/io/json.hpp"              // json
 
 #include <cctype>
@@ -55,8 +56,23 @@ class hf_config_reader {
  public:
   hf_config_reader(const io::detail::json& j, std::string where) : j_(j), where_(std::move(where)) {}
 
-  [[noreturn]] void refuse(const std::string& why) const {
-    throw checkpoint_error("weft::hf_model_type: " + where_ + ": " + why);
+  [[noreturn]] void refuse(const std::string& why) const { throw checkpoint_error(prefix() + ": " + why); }
+  // What every message begins with ("weft::hf_model_type: config.json").
+  std::string prefix() const { return "weft::hf_model_type: " + where_; }
+  const io::detail::json& config() const { return j_; }
+  // The rotary settings of these layers (io/hf_config.hpp), with the rope object's unknown fields refused
+  // once the caller has checked the type.
+  hf_rope rope(const hf_rope_spelling& s) const { return hf_read_rope(j_, prefix(), s); }
+  void refuse_unknown(const hf_rope& r) const {
+    if (!r.unknown.empty()) refuse("\"" + r.unknown + "\" is a rotary field weft does not read");
+  }
+  // A rotary setting as a whole number (weft's tags take integers).
+  std::uint64_t whole(const hf_rope_value& v, const std::string& what) const {
+    const double d = v.value;
+    if (!(d >= 0) || d != std::floor(d) || d > 9.0e15)
+      refuse("\"" + (v.found() ? v.field : what) + "\" is " + shortest_double(d) +
+             ", not a whole number (weft's tag takes an integer)");
+    return static_cast<std::uint64_t>(d);
   }
   bool has(const char* key) const { return j_.contains(key) && !j_[key].is_null(); }
   // A count: a non-negative integer (an integral float such as 1000000.0 is accepted).
@@ -101,7 +117,11 @@ inline std::string tag(const char* name, std::uint64_t v) { return std::string(n
 // weight is coef · K (weft's default 0.01 is left out).
 inline std::string hf_moe_mlp_type(const hf_config_reader& c, const std::string& model_type, std::uint64_t width) {
   const bool qwen = model_type == "qwen3_moe";
-  const std::uint64_t experts = c.count(qwen ? "num_experts" : "num_local_experts");
+  std::string experts_field;
+  const double experts_given = hf_expert_count(c.config(), c.prefix(), qwen, &experts_field);
+  if (experts_given < 0)
+    c.refuse(qwen ? "\"num_local_experts\" (or the older \"num_experts\") is missing" : "\"num_local_experts\" is missing");
+  const std::uint64_t experts = c.count_of(c.at(experts_field.c_str()), experts_field);
   const std::uint64_t top_k = c.count("num_experts_per_tok");
   const std::uint64_t ffn = c.count(qwen ? "moe_intermediate_size" : "intermediate_size");
   if (experts == 0 || top_k == 0 || top_k > experts)
@@ -167,31 +187,49 @@ inline std::string hf_llama_type(const hf_config_reader& c, const std::string& m
     const std::uint64_t d = c.count("head_dim");
     if (d * heads != width) t += ", " + tag("head_dim", d);
   }
-  if (c.has("rope_theta")) {
-    const std::uint64_t theta = c.count("rope_theta");
-    if (theta != 10000) t += ", " + tag("rope_theta", theta);
-  }
-  if (c.has("rope_scaling")) {
-    const auto& r = c.at("rope_scaling");
-    if (!r.is_object()) c.refuse("\"rope_scaling\" is not an object");
-    const char* key = r.contains("rope_type") ? "rope_type" : "type";
-    const std::string type = r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : "default";
-    if (type == "llama3") {
-      auto field = [&](const char* k, std::uint64_t fallback) {
-        return r.contains(k) ? c.count_of(r[k], std::string("rope_scaling.") + k) : fallback;
-      };
-      t += ", rope_scaling<llama3_rope_scaling<" + std::to_string(field("factor", 8)) + ", " +
-           std::to_string(field("low_freq_factor", 1)) + ", " + std::to_string(field("high_freq_factor", 4)) + ", " +
-           std::to_string(field("original_max_position_embeddings", 8192)) + ">>";
-    } else if (type != "default") {
-      c.refuse("rope_scaling's type is \"" + type + "\"; weft scales rotary frequencies as LLaMA 3.1 only (llama3)");
-    }
+  // the rotary settings: rope_parameters (transformers 5) or rope_theta and rope_scaling (older files)
+  const hf_rope rope = c.rope(hf_rope_spelling_of(model_type));
+  if (rope.type != "default" && rope.type != "llama3")
+    c.refuse(hf_rope_type_field(rope) + " is \"" + rope.type + "\"; weft scales rotary frequencies as LLaMA 3.1 only (llama3)");
+  c.refuse_unknown(rope);
+  if (rope.partial_rotary_factor.value != 1)
+    c.refuse(rope.partial_rotary_factor.field + " is " + shortest_double(rope.partial_rotary_factor.value) +
+             "; weft's llama rotates every element of each head (1)");
+  if (const std::uint64_t theta = c.whole(rope.theta, "rope_theta"); theta != 10000) t += ", " + tag("rope_theta", theta);
+  if (rope.type == "llama3") {
+    auto field = [&](const hf_rope_value& v, const char* name) {
+      if (!v.found())
+        c.refuse(hf_rope_type_field(rope) + " is \"llama3\" without " + name +
+                 " (LLaMA 3.1's scaling needs factor, low_freq_factor, high_freq_factor and original_max_position_embeddings)");
+      return std::to_string(c.whole(v, name));
+    };
+    t += ", rope_scaling<llama3_rope_scaling<" + field(rope.factor, "factor") + ", " +
+         field(rope.low_freq_factor, "low_freq_factor") + ", " + field(rope.high_freq_factor, "high_freq_factor") + ", " +
+         field(rope.original_max_position_embeddings, "original_max_position_embeddings") + ">>";
   }
   // the window as the model applies it: Mistral's when set; Qwen's only with use_sliding_window,
   // and then on the layers from max_window_layers on (none when it is the depth, all when 0)
   std::uint64_t window = 0;
   if (model_type == "mistral" || model_type == "mixtral") window = c.count_or("sliding_window", 0);
-  if (qwen && c.flag_or("use_sliding_window", false)) {
+  // (transformers 5 writes the layers as layer_types, which then decides)
+  if (qwen && c.flag_or("use_sliding_window", false) && c.has("layer_types")) {
+    const auto& types = c.at("layer_types");
+    if (!types.is_array() || types.size() != depth)
+      c.refuse("\"layer_types\" is not a list of " + std::to_string(depth) + " layer types");
+    std::uint64_t sliding = 0;
+    for (const auto& lt : types) {
+      if (!lt.is_string() || (lt.get<std::string>() != "sliding_attention" && lt.get<std::string>() != "full_attention"))
+        c.refuse("\"layer_types\" has " + lt.dump() + "; weft reads full_attention and sliding_attention");
+      sliding += lt.get<std::string>() == "sliding_attention";
+    }
+    if (sliding != 0 && sliding != depth)
+      c.refuse("the sliding window applies to some layers only (" + std::to_string(sliding) + " of " +
+               std::to_string(depth) + " in layer_types); weft's llama_config windows every layer or none");
+    if (sliding == depth) {
+      if (!c.has("sliding_window")) c.refuse("layer_types makes every layer sliding_attention but \"sliding_window\" is missing");
+      window = c.count("sliding_window");
+    }
+  } else if (qwen && c.flag_or("use_sliding_window", false)) {
     const std::uint64_t first = c.count_or("max_window_layers", 0);
     if (first > 0 && first < depth)
       c.refuse("the sliding window applies to some layers only (layers " + std::to_string(first) + " to " +
@@ -228,13 +266,19 @@ inline std::string hf_neox_type(const hf_config_reader& c) {
     c.refuse("use_parallel_residual is false; weft's gpt_neox has the parallel residual of every published GPT-NeoX");
   if (c.flag_or("tie_word_embeddings", false)) c.refuse("tie_word_embeddings is true; weft's gpt_neox has an untied head");
   if (c.flag_or("attention_bias", true) == false) c.refuse("attention_bias is false; weft's gpt_neox has attention biases");
-  if (c.has("rope_scaling")) c.refuse("it has a rope_scaling; weft's gpt_neox has none");
+  const hf_rope rope = c.rope(hf_rope_spelling_of("gpt_neox"));
+  if (rope.type != "default")
+    c.refuse(hf_rope_type_field(rope) + " is \"" + rope.type + "\"; weft's gpt_neox does not rescale its rotary frequencies");
+  c.refuse_unknown(rope);
+  const double pct = rope.partial_rotary_factor.value;
+  if (!(pct > 0 && pct <= 1))
+    c.refuse(rope.partial_rotary_factor.field + " is " + shortest_double(pct) + "; the rotated fraction of a head is in (0, 1]");
   std::string t = "gpt_neox<neox_config<" + tag("vocab", c.count("vocab_size")) + ", " +
                   tag("context", c.count("max_position_embeddings")) + ", " + tag("width", width) + ", " +
                   tag("heads", c.count("num_attention_heads")) + ", " + tag("depth", c.count("num_hidden_layers"));
   if (c.has("intermediate_size") && c.count("intermediate_size") != 4 * width) t += ", " + tag("ffn", c.count("intermediate_size"));
-  if (c.has("rotary_emb_base") && c.count("rotary_emb_base") != 10000) t += ", " + tag("rope_theta", c.count("rotary_emb_base"));
-  if (const double pct = c.number_or("rotary_pct", 0.25); pct != 0.25) t += ", rotary_pct<" + shortest_double(pct) + ">";
+  if (const std::uint64_t theta = c.whole(rope.theta, "rotary_emb_base"); theta != 10000) t += ", " + tag("rope_theta", theta);
+  if (pct != 0.25) t += ", rotary_pct<" + shortest_double(pct) + ">";
   if (const double eps = c.number_or("layer_norm_eps", 1e-5); eps != 1e-5) t += ", norm_eps<" + shortest_double(eps) + ">";
   return t + ">>";
 }
@@ -283,20 +327,22 @@ inline std::string hf_gemma3_type(const hf_config_reader& c) {
   if (head_dim != 256) t += ", " + tag("head_dim", head_dim);
   if (const std::uint64_t w = c.count_or("sliding_window", 4096); w != 512) t += ", " + tag("sliding_window", w);
   if (const std::uint64_t p = hf_gemma3_pattern(c, depth); p != 6) t += ", " + tag("layer_pattern", p);
-  if (const std::uint64_t theta = c.count_or("rope_theta", 1000000); theta != 1000000) t += ", " + tag("rope_theta", theta);
-  if (const std::uint64_t local = c.count_or("rope_local_base_freq", 10000); local != 10000)
-    t += ", " + tag("rope_local_base_freq", local);
-  if (c.has("rope_scaling")) {
-    const auto& r = c.at("rope_scaling");
-    if (!r.is_object()) c.refuse("\"rope_scaling\" is not an object");
-    const char* key = r.contains("rope_type") ? "rope_type" : "type";
-    const std::string type = r.contains(key) && r[key].is_string() ? r[key].get<std::string>() : "default";
-    if (type == "linear") {
-      if (!r.contains("factor")) c.refuse("rope_scaling is linear without a factor");
-      t += ", rope_scaling<linear_rope_scaling<" + std::to_string(c.count_of(r["factor"], "rope_scaling.factor")) + ">>";
-    } else if (type != "default") {
-      c.refuse("rope_scaling's type is \"" + type + "\"; weft's gemma3 scales its global layers' frequencies linearly only");
-    }
+  // the rotary settings of the global (full_attention) and sliding layers: rope_parameters' two entries
+  // (transformers 5), or rope_theta, rope_scaling and rope_local_base_freq (older files)
+  const hf_rope global = c.rope(hf_gemma3_rope_spelling(true)), local = c.rope(hf_gemma3_rope_spelling(false));
+  if (global.type != "default" && global.type != "linear")
+    c.refuse(hf_rope_type_field(global) + " is \"" + global.type +
+             "\"; weft's gemma3 scales its global layers' frequencies linearly only");
+  if (local.type != "default")
+    c.refuse(hf_rope_type_field(local) + " is \"" + local.type + "\"; weft's gemma3 does not scale its sliding layers' frequencies");
+  c.refuse_unknown(global);
+  c.refuse_unknown(local);
+  if (const std::uint64_t theta = c.whole(global.theta, "rope_theta"); theta != 1000000) t += ", " + tag("rope_theta", theta);
+  if (const std::uint64_t base = c.whole(local.theta, "rope_local_base_freq"); base != 10000)
+    t += ", " + tag("rope_local_base_freq", base);
+  if (global.type == "linear") {
+    if (!global.factor.found()) c.refuse(hf_rope_type_field(global) + " is \"linear\" without a factor");
+    t += ", rope_scaling<linear_rope_scaling<" + std::to_string(c.whole(global.factor, "factor")) + ">>";
   }
   if (const double eps = c.number_or("rms_norm_eps", 1e-6); eps != 1e-6) t += ", norm_eps<" + shortest_double(eps) + ">";
   return t + ">>";

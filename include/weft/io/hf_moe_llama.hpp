@@ -40,6 +40,7 @@
 #include "weft/io/checkpoint_model.hpp" // structured_model_t
 #include "weft/io/hf_llama.hpp"         // hf_tensor_part, hf_llama_parts, hf_load_parts, hf_save_parts, check_hf_llama_fields
 #include "weft/io/json.hpp"             // json
+#include "weft/io/hf_config.hpp"         // hf_expert_count: num_local_experts or num_experts
 
 #include <cstddef>
 #include <cstdint>
@@ -131,9 +132,10 @@ void check_hf_moe_llama_config(const std::filesystem::path& file) {
   }
   const std::string moe = "moe_mlp<" + std::to_string(M::width) + ", ";
   double v = 0;
-  const char* experts = qwen ? "num_experts" : "num_local_experts";
-  if (number(experts, v) && v != double(Moe::experts))
-    refuse(std::string(experts) + " is " + hf_number(v) + ", this model has " + std::to_string(Moe::experts),
+  // the expert count: num_local_experts (transformers 5's name for both) or Qwen3-MoE's older num_experts
+  std::string experts;
+  if (v = hf_expert_count(j, where, qwen, &experts); v >= 0 && v != double(Moe::experts))
+    refuse(experts + " is " + hf_number(v) + ", this model has " + std::to_string(Moe::experts),
            "build it with " + moe + hf_number(v) + ", " + std::to_string(Moe::top_k) + ", " + std::to_string(Moe::ffn) +
                ", swiglu_experts>");
   if (number("num_experts_per_tok", v) && v != double(Moe::top_k))

@@ -35,6 +35,7 @@
 #include "weft/exec/training_step.hpp"     // training_step
 #include "weft/io/checkpoint.hpp"          // checkpoint_error, st_dtype_name, st_float_dtype
 #include "weft/io/checkpoint_model.hpp"    // structured_model_t, model_signature
+#include "weft/io/hf_config.hpp"           // hf_read_rope: rope_parameters and the older spellings
 #include "weft/io/hf_llama.hpp"            // hf_weight_files, hf_config_path, hf_number, hf_part_shape; the llama overloads
 #include "weft/io/json.hpp"                // json
 #include "weft/io/safetensors_reader.hpp"  // safetensors_file
@@ -152,17 +153,24 @@ void check_hf_neox_config(const std::filesystem::path& file) {
   if (number("num_attention_heads", v) && v != double(M::heads))
     refuse("num_attention_heads is " + hf_number(v) + ", this model has " + std::to_string(M::heads),
            "give the neox heads<" + hf_number(v) + ">");
-  const double head_size = double(M::head_dim);
-  if (number("rotary_pct", v) && static_cast<std::size_t>(head_size * v) != Cfg::rotary_dims)
-    refuse("rotary_pct is " + hf_number(v) + " (" + std::to_string(static_cast<std::size_t>(head_size * v)) +
+  // the rotary settings (io/hf_config.hpp): rope_parameters with its partial_rotary_factor
+  // (transformers 5), or rotary_emb_base / rope_theta and rotary_pct (older files); one given in
+  // neither is GPTNeoXConfig's default (base 10000, a quarter of each head)
+  const hf_rope rope = hf_read_rope(j, where, hf_rope_spelling_of("gpt_neox"));
+  if (rope.type != "default")
+    refuse(hf_rope_type_field(rope) + " is \"" + rope.type + "\"", "weft's gpt_neox does not rescale its rotary frequencies");
+  if (!rope.unknown.empty()) refuse("\"" + rope.unknown + "\" is a rotary field weft does not read", "remove it or convert the checkpoint");
+  const double head_size = double(M::head_dim), pct = rope.partial_rotary_factor.value;
+  const std::string pct_field = rope.partial_rotary_factor.found() ? rope.partial_rotary_factor.field : "rotary_pct (absent: 0.25)";
+  if (static_cast<std::size_t>(head_size * pct) != Cfg::rotary_dims)
+    refuse(pct_field + " is " + hf_config_text(pct) + " (" + std::to_string(static_cast<std::size_t>(head_size * pct)) +
                " of each head's " + std::to_string(M::head_dim) + " elements rotate), this model rotates " +
                std::to_string(Cfg::rotary_dims),
-           "give the neox rotary_pct<" + hf_number(v) + ">");
-  // the rotary base: rotary_emb_base (transformers' name) or rope_theta (where a later export says so)
-  for (const char* key : {"rotary_emb_base", "rope_theta"})
-    if (number(key, v) && v != double(Cfg::rope_theta))
-      refuse(std::string(key) + " is " + hf_number(v) + ", this model's is " + std::to_string(Cfg::rope_theta),
-             "give the neox rope_theta<" + hf_number(v) + ">");
+           "give the neox rotary_pct<" + hf_config_text(pct) + ">");
+  if (rope.theta.value != double(Cfg::rope_theta))
+    refuse((rope.theta.found() ? rope.theta.field : std::string("rotary_emb_base (absent: 10000)")) + " is " +
+               hf_config_text(rope.theta.value) + ", this model's is " + std::to_string(Cfg::rope_theta),
+           "give the neox rope_theta<" + hf_config_text(rope.theta.value) + ">");
   if (number("layer_norm_eps", v) && std::abs(v - Cfg::norm_epsilon) > 1e-9 * Cfg::norm_epsilon)
     refuse("layer_norm_eps is " + hf_number(v) + ", this model's is " + hf_number(Cfg::norm_epsilon),
            "give the neox norm_eps<" + hf_number(v) + ">");
@@ -178,8 +186,6 @@ void check_hf_neox_config(const std::filesystem::path& file) {
     refuse("tie_word_embeddings is true", "a gpt_neox's embed_out is its own weight, untied");
   if (flag("attention_bias", b) && !b)
     refuse("attention_bias is false", "a gpt_neox's query_key_value and dense have biases");
-  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    refuse("it has a rope_scaling", "weft's gpt_neox does not rescale its rotary frequencies");
 }
 
 template <class Plan>
