@@ -17,7 +17,10 @@
  * parser is train_gpt's, weft/train/cli.hpp), every token id of the corpus against the model's
  * vocabulary, a corpus shorter than a batch window, a --checkpoint that cannot be written.
  * 50 skipped steps in a row stop the run (status 4).
- * SIGTERM or SIGINT on any rank ends every rank after the same step, with status 0; a step whose
+ * SIGTERM, SIGINT or SIGUSR1 on any rank ends every rank after the same step, with a checkpoint
+ * (--checkpoint) and status 0. Through the launcher, start long jobs with tools/weft-mpirun: it
+ * turns its SIGTERM/SIGINT (a scheduler, Ctrl-C) into a SIGUSR1 that mpirun forwards, where
+ * mpirun 4.1 would abort the job on its own SIGTERM (SIGKILL after 1 s, status 1). A step whose
  * loss or gradient norm is not finite on any rank is skipped by all (docs/running_long_jobs.md).
  */
 #include <weft/comm/mpi.hpp>
@@ -237,7 +240,7 @@ int train(mpi_communicator& world, const options& o) {
   }
   // example-end checkpoint
   // ---- long jobs: the stop flag, the guard, the metrics stream ----
-  preemption::install();  // SIGTERM/SIGINT: set a flag; the ranks agree on it after each step
+  preemption::install();  // SIGTERM/SIGINT/SIGUSR1: set a flag; the ranks agree on it after each step
   std::optional<spike_guard> guard;
   // Rollback needs somewhere to roll back to: without --checkpoint the guard only skips.
   if (o.spike_guard) guard.emplace(spike_guard_options{.rollback_after = o.checkpoint.empty() ? 0 : o.rollback_after});

@@ -205,7 +205,7 @@ TEST_CASE("spike_guard as a step's accept predicate skips an injected spike", "[
   CHECK(step.step_count() == 7);
 }
 
-TEST_CASE("preemption: SIGTERM and SIGINT set a flag that the ranks agree on", "[train][preemption]") {
+TEST_CASE("preemption: SIGTERM, SIGINT and SIGUSR1 set a flag that the ranks agree on", "[train][preemption]") {
   preemption::clear();
   preemption::install();
   CHECK_FALSE(preemption::requested());
@@ -220,6 +220,12 @@ TEST_CASE("preemption: SIGTERM and SIGINT set a flag that the ranks agree on", "
   std::raise(SIGINT);
   CHECK(preemption::signal() == SIGINT);
   preemption::clear();
+  preemption::install();
+  std::raise(SIGUSR1);  // what mpirun forwards to every rank (tools/weft-mpirun sends it)
+  CHECK(preemption::signal() == SIGUSR1);
+  CHECK(preemption::agreed(world));
+  preemption::clear();
   std::signal(SIGTERM, SIG_DFL);
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGUSR1, SIG_DFL);
 }
