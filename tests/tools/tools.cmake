@@ -10,6 +10,10 @@
 #                         (hf_config_check) accepting that type and refusing the rotary base,
 #                         scaling, rotated fraction or expert count of the misread one, and a
 #                         field weft cannot find or read refused in one line naming it
+#   tools.hf_saved_config_transformers (label hf; Skipped without transformers, failed in CI)
+#                         the config.json save_hf_weights writes for each tests/io/hf_*_sample, as
+#                         transformers' AutoConfig reads it: the rotary settings and expert count of
+#                         the weft type hf_model_type reads from the same file
 find_program(WEFT_PYTHON python3)
 if(TARGET hf_model_type AND WEFT_PYTHON)
   add_test(NAME tools.hf_model_type
@@ -23,4 +27,12 @@ if(TARGET hf_model_type AND WEFT_PYTHON)
            COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_config_check.py $<TARGET_FILE:hf_model_type>
                    $<TARGET_FILE:hf_config_check> ${CMAKE_CURRENT_BINARY_DIR}/hf_config_check_scratch)
   set_tests_properties(tools.hf_config_transformers5 PROPERTIES LABELS tools TIMEOUT 120)
+endif()
+if(TARGET hf_model_type AND TARGET hf_llama_sample AND TARGET hf_neox_sample AND TARGET hf_moe_sample
+   AND TARGET hf_gemma3_sample AND WEFT_PYTHON)
+  add_test(NAME tools.hf_saved_config_transformers
+           COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_saved_config_check.py $<TARGET_FILE:hf_model_type>
+                   $<TARGET_FILE:hf_llama_sample> $<TARGET_FILE:hf_neox_sample> $<TARGET_FILE:hf_moe_sample>
+                   $<TARGET_FILE:hf_gemma3_sample> ${CMAKE_CURRENT_BINARY_DIR}/hf_saved_config_check)
+  set_tests_properties(tools.hf_saved_config_transformers PROPERTIES LABELS "tools;hf" SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
