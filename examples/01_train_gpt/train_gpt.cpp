@@ -3,7 +3,8 @@
  *
  * With no arguments it trains a byte-level GPT on the fortune(6) corpus that the set-up
  * installs (Debian's `fortunes` package), shows a progress bar, logs metrics as JSON lines,
- * evaluates the validation loss, saves a checkpoint (Hugging Face GPT-2 names, safetensors)
+ * evaluates the validation loss, saves a checkpoint (Hugging Face GPT-2 names, safetensors;
+ * atomic: out/checkpoint/step-N/, out/checkpoint/latest names the newest)
  * and prints a text sample. It shows the whole user-facing path: a model as a type, a plan
  * whose memory is known at compile time, and a training step that allocates nothing.
  * Long-job features (docs/running_long_jobs.md): a non-finite step is skipped; --spike-guard
@@ -28,8 +29,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <limits>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -77,6 +81,7 @@ struct options {
   bool quiet = false;
   // ---- long jobs (docs/running_long_jobs.md) ----
   std::size_t checkpoint_every = 0;  // > 0: also save to --checkpoint every N steps (rollback target)
+  std::size_t keep = 2;              // step directories kept under --checkpoint (0: all)
   bool spike_guard = false;
   spike_guard_options spike{};
   // ---- fault injection, for tests ----
@@ -99,8 +104,10 @@ static void usage(std::FILE* out) {
                "  --warmup N           warm-up steps, then cosine decay        (default 50)\n"
                "  --eval-every N       validation every N steps                (default 100)\n"
                "  --eval-batches N     micro-batches per validation            (default 16)\n"
-               "  --checkpoint DIR     where to save at the end                (default out/checkpoint; '' = none)\n"
-               "  --resume DIR         continue from a checkpoint\n"
+               "  --checkpoint DIR     save into DIR/step-N/ at the end; DIR/latest names the newest; each save\n"
+               "                       is atomic (default out/checkpoint; '' = none)\n"
+               "  --keep N             step directories kept in DIR, newest first; 0 = all (default 2)\n"
+               "  --resume DIR         continue from DIR's latest checkpoint, or from a DIR/step-N/\n"
                "  --log FILE           JSON-lines metrics, one object per step (default out/metrics.jsonl)\n"
                "  --metrics FILE       the same as --log\n"
                "  --checkpoint-every N also save the checkpoint every N steps (a rollback target)\n"
@@ -143,6 +150,7 @@ static std::optional<options> parse(int argc, char** argv) {
       else if (a.is("--resume")) o.resume = a.value();
       else if (a.is("--log") || a.is("--metrics")) o.log = a.value();
       else if (a.is("--checkpoint-every")) o.checkpoint_every = a.integer<z>();
+      else if (a.is("--keep")) o.keep = a.integer<z>();
       else if (a.is("--spike-guard")) o.spike_guard = true;
       else if (a.is("--spike-window")) o.spike.window = a.integer<z>(1, most);
       else if (a.is("--spike-warmup")) o.spike.warmup = a.integer<z>();
@@ -223,8 +231,30 @@ std::string generate(const TrainStep& trained, std::size_t n_chars, std::uint64_
   return out;
 }
 
+// What keeps checkpoints from being written to `dir`, or "": it is created if need be, and a file
+// is created and removed in it. Checked before the first step, so that an unwritable --checkpoint
+// is one line at the start rather than an error at the first save (by default after training).
+static std::string checkpoint_dir_problem(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir))
+    return ec ? "cannot create it (" + ec.message() + ")" : std::string("it is not a directory");
+  const fs::path probe = fs::path(dir) / (".write-test." + std::to_string(::getpid()));
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return std::string("cannot write in it (") + std::strerror(errno) + ")";
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
+}
+
 template <class Plan>
 int train(const options& o) {
+  if (!o.checkpoint.empty())
+    if (const std::string why = checkpoint_dir_problem(o.checkpoint); !why.empty()) {
+      std::fprintf(stderr, "train_gpt: --checkpoint %s: %s; give a writable directory, or --checkpoint '' for none\n",
+                   o.checkpoint.c_str(), why.c_str());
+      return 2;
+    }
   constexpr std::size_t B = Plan::B, S = Plan::S;
   // A token file, or text tokenized on the fly; every token id checked against the vocabulary.
   const corpus data = corpus::open(o.data, "train_gpt", 0, Plan::vocab_size);
@@ -270,12 +300,24 @@ int train(const options& o) {
 
   // ---- long jobs: checkpoints to roll back to, the spike guard, preemption ----
   // Every precision checkpoints: under bf16/f16 the files hold the f32 master weights and moments.
+  // Saves are atomic (docs/checkpoints.md): the engine of the distributed checkpoints in a world of
+  // one writes DIR/.step-N.tmp/, renames it to DIR/step-N/, then replaces DIR/latest, and keeps the
+  // newest --keep step directories. A kill at any moment leaves the last good checkpoint.
   std::string last_checkpoint = o.resume;  // where a rollback goes: the newest checkpoint of this job
+  single_world world;
+  std::optional<std::pair<std::size_t, std::uint64_t>> saved;  // (step, data position) of the last save
+  fs::path saved_dir;
   auto save = [&](const char* why) {
     if (o.checkpoint.empty()) return;
-    save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
-    last_checkpoint = o.checkpoint;
-    if (!o.quiet && why) std::printf("checkpoint (%s): %s at step %zu\n", why, o.checkpoint.c_str(), step.step_count());
+    const std::pair<std::size_t, std::uint64_t> now{step.step_count(), sampler.step()};
+    if (saved != now) {  // nothing has changed since the last save: it stands
+      saved_dir = save_checkpoint(step, world, o.checkpoint, checkpoint_state{sampler.state()},
+                                  checkpoint_options{.keep_last = o.keep});
+      saved = now;
+    }
+    last_checkpoint = o.checkpoint;  // its `latest`
+    if (!o.quiet && why) std::printf("checkpoint (%s): %s at step %zu\n", why, saved_dir.c_str(), step.step_count());
+    std::fflush(stdout);  // a line printed is a save finished (the fault tests kill during saves)
   };
   if (o.checkpoint_every && last_checkpoint.empty()) save(nullptr);  // a rollback target from the start
   std::optional<spike_guard> guard;
@@ -375,8 +417,9 @@ int train(const options& o) {
   if (log) std::fclose(log);
 
   if (!o.checkpoint.empty()) {
-    save_checkpoint(step, o.checkpoint, checkpoint_state{sampler.state()});
-    std::printf("checkpoint: %s (model.safetensors, optimizer.safetensors, config.json)\n", o.checkpoint.c_str());
+    save(nullptr);
+    std::printf("checkpoint: %s (model.safetensors, optimizer.safetensors, config.json; %s/latest names it)\n",
+                saved_dir.c_str(), o.checkpoint.c_str());
   }
   if (o.sample_chars > 0) {
     std::printf("---- sample ----\n%s\n----------------\n",

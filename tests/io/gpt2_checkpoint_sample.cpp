@@ -9,6 +9,12 @@
 //   gpt2_checkpoint_sample load <file.safetensors> <prefix>
 //       load_weights(file) into a fresh model (another initialisation), then writes
 //         <prefix>.params.{bin,index} and <prefix>.logits.bin as above
+//   gpt2_checkpoint_sample grad <file.safetensors> <dir>
+//       load_weights(file), then one forward and backward of the tokens below with targets
+//       (5 i + 2) mod vocab (the gradient of the mean loss); writes <dir>/loss.txt (the mean
+//       cross-entropy, then 0: no auxiliary loss) and <dir>/grad/model.safetensors (the gradients
+//       in the checkpoint's names and layouts: save_checkpoint of a step whose parameters are them)
+//       (the transformers tier, tests/io/hf_transformers_tier.py)
 //
 // Dump format: <p>.params.bin is the whole parameter block as little-endian f32 (weft's order and
 // layouts, Conv1D weights (out, in)); <p>.params.index has one line per parameter:
@@ -21,11 +27,13 @@
 #include "weft/io/checkpoint.hpp"      // save_checkpoint, load_weights
 #include "weft/exec/training_step.hpp"   // training_step
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <string>
 
 namespace {
@@ -86,6 +94,29 @@ void load(const fs::path& file, const std::string& prefix) {
   dump(st, prefix);
 }
 
+void grad(const fs::path& file, const fs::path& dir) {
+  train_options o;
+  o.seed = 99;
+  step_type st(o);
+  load_weights(st, file);
+  auto tokens = st.tokens();
+  auto targets = st.targets();
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<std::int32_t>((7 * i + 3) % model::vocab_size);
+    targets[i] = static_cast<std::int32_t>((5 * i + 2) % model::vocab_size);
+  }
+  auto g = st.grads();
+  std::fill(g.begin(), g.end(), 0.0f);
+  const double ce = st.accumulate(1.0f / static_cast<float>(step_type::rows));
+  auto p = st.params();
+  std::copy(g.begin(), g.end(), p.begin());
+  fs::create_directories(dir);
+  save_checkpoint(st, dir / "grad");
+  std::ofstream f(dir / "loss.txt", std::ios::trunc);
+  f << std::setprecision(17) << ce << " 0\n";
+  if (!f) throw std::runtime_error("cannot write " + (dir / "loss.txt").string());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -95,8 +126,10 @@ int main(int argc, char** argv) {
       save(argv[2]);
     } else if (mode == "load" && argc == 4) {
       load(argv[2], argv[3]);
+    } else if (mode == "grad" && argc == 4) {
+      grad(argv[2], argv[3]);
     } else {
-      std::fprintf(stderr, "usage: gpt2_checkpoint_sample save <dir> | load <file.safetensors> <prefix>\n");
+      std::fprintf(stderr, "usage: gpt2_checkpoint_sample save <dir> | load <file.safetensors> <prefix> | grad <file.safetensors> <dir>\n");
       return 2;
     }
   } catch (const std::exception& e) {

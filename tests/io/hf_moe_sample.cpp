@@ -8,6 +8,9 @@
 //   hf_moe_sample load <mixtral|qwen3_moe> <file or dir> <prefix>
 //       load_hf_weights into a fresh model (another initialisation), then writes
 //         <prefix>.logits.bin as above
+//   hf_moe_sample grad <mixtral|qwen3_moe> <file or dir> <dir>
+//       load_hf_weights, then the loss (cross-entropy and load-balancing loss) and gradients of
+//       one micro-batch: <dir>/loss.txt and <dir>/grad/ (hf_sample_util.hpp)
 //
 // The tokens of the logits are (7 i + 3) mod vocab for i = 0 .. batch*seq-1, laid out (batch, seq).
 // The models: 4 SwiGLU experts, top-2, on a width of 24, 2 layers, 4 heads and 2 kv heads.
@@ -40,25 +43,17 @@ namespace fs = std::filesystem;
 
 using mixtral_model = moe_llama<llama_config<vocab<50>, context<12>, width<24>, heads<4>, kv_heads<2>, depth<2>,
                                              rope_theta<1000000>, sliding_window<5>>,
-                                moe_mlp<24, 4, 2, 16, swiglu_experts, aux_loss_weight<40>>>;
+                                moe_mlp<24, 4, 2, 16, swiglu_experts, aux_loss_weight<40>, pooled_aux_loss>>;
 using qwen3_moe_model = moe_llama<llama_config<vocab<50>, context<12>, width<24>, heads<4>, kv_heads<2>, head_dim<8>,
                                                depth<2>, query_key_norm<>, rope_theta<1000000>, norm_eps<1e-3>>,
-                                  moe_mlp<24, 4, 2, 12, swiglu_experts>>;
+                                  moe_mlp<24, 4, 2, 12, swiglu_experts, pooled_aux_loss>>;
 
 template <class Model>
 using step_type = training_step<plan<Model, batch<micro<2>, seq<12>>>>;  // f32
 
 template <class Model>
 int run(const std::string& mode, int argc, char** argv) {
-  if (mode == "save" && argc == 4) {
-    hf_sample::save<Model::vocab_size, step_type<Model>>(argv[3]);
-    return 0;
-  }
-  if (mode == "load" && argc == 5) {
-    hf_sample::load<Model::vocab_size, step_type<Model>>(argv[3], argv[4]);
-    return 0;
-  }
-  return 2;
+  return hf_sample::run_mode<Model::vocab_size, step_type<Model>>(mode, argc - 3, argv + 3) ? 0 : 2;
 }
 
 }  // namespace
@@ -74,6 +69,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (rc == 2)
-    std::fprintf(stderr, "usage: hf_moe_sample save <mixtral|qwen3_moe> <dir> | load <mixtral|qwen3_moe> <file or dir> <prefix>\n");
+    std::fprintf(stderr, "usage: hf_moe_sample save <mixtral|qwen3_moe> <dir> | load <mixtral|qwen3_moe> <file or dir> <prefix> | "
+                 "grad <mixtral|qwen3_moe> <file or dir> <dir>\n");
   return rc;
 }

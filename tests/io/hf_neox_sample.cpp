@@ -8,6 +8,9 @@
 //   hf_neox_sample load <file or dir> <prefix>
 //       load_hf_weights into a fresh model (another initialisation), then writes
 //         <prefix>.logits.bin as above
+//   hf_neox_sample grad <file or dir> <dir>
+//       load_hf_weights, then the loss and gradients of one micro-batch: <dir>/loss.txt and
+//       <dir>/grad/ (hf_sample_util.hpp)
 //
 // The tokens of the logits are (7 i + 3) mod vocab for i = 0 .. batch*seq-1, laid out (batch, seq).
 // The model is Pythia's architecture at a size where every mapping shows: 3 heads of 8 (so the
@@ -45,12 +48,8 @@ using step_type = training_step<sample_plan>;
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   try {
-    if (mode == "save" && argc == 3) {
-      hf_sample::save<model::vocab_size, step_type>(argv[2]);
-    } else if (mode == "load" && argc == 4) {
-      hf_sample::load<model::vocab_size, step_type>(argv[2], argv[3]);
-    } else {
-      std::fprintf(stderr, "usage: hf_neox_sample save <dir> | load <file or dir> <prefix>\n");
+    if (!hf_sample::run_mode<model::vocab_size, step_type>(mode, argc - 2, argv + 2)) {
+      std::fprintf(stderr, "usage: hf_neox_sample save <dir> | load <file or dir> <prefix> | grad <file or dir> <dir>\n");
       return 2;
     }
   } catch (const std::exception& e) {

@@ -54,3 +54,28 @@ if(WEFT_PYTHON)
 else()
   message(STATUS "weft: no python3 - the safetensors and GPT-2 checkpoint cross-checks are skipped")
 endif()
+
+# The transformers tier (label hf; tests/io/hf_transformers_tier.py, docs/checkpoints.md): for
+# each Hugging Face family weft loads, transformers writes a random checkpoint that weft loads
+# with transformers' logits, loss and gradients, and transformers loads weft's own checkpoint with
+# weft's logits. torch and transformers come from PyPI (run.sh test installs them); without them
+# the tests skip (exit 77), or fail under WEFT_REQUIRE_REFERENCES=1 (CI).
+#   hf.transformers_<family>   llama, mistral, qwen2, qwen3 (hf_llama_sample), mixtral, qwen3_moe
+#                              (hf_moe_sample), gpt_neox (hf_neox_sample), gemma3
+#                              (hf_gemma3_sample), gpt2 (gpt2_checkpoint_sample)
+if(WEFT_PYTHON)
+  set(weft_hf_tier_families llama:hf_llama_sample mistral:hf_llama_sample qwen2:hf_llama_sample
+      qwen3:hf_llama_sample mixtral:hf_moe_sample qwen3_moe:hf_moe_sample gpt_neox:hf_neox_sample
+      gemma3:hf_gemma3_sample gpt2:gpt2_checkpoint_sample)
+  foreach(entry IN LISTS weft_hf_tier_families)
+    string(REPLACE ":" ";" entry "${entry}")
+    list(GET entry 0 family)
+    list(GET entry 1 sample)
+    add_test(NAME hf.transformers_${family}
+             COMMAND ${WEFT_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/hf_transformers_tier.py ${family}
+                     $<TARGET_FILE:${sample}> ${CMAKE_CURRENT_BINARY_DIR}/hf_transformers_tier/${family})
+    set_tests_properties(hf.transformers_${family} PROPERTIES
+                         LABELS hf SKIP_RETURN_CODE 77 TIMEOUT 300
+                         ENVIRONMENT "CUDA_VISIBLE_DEVICES=;OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
+  endforeach()
+endif()

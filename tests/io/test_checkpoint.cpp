@@ -3,7 +3,11 @@
 // GPT-2's names and (Conv1D) layouts; weights round-trip; files of another model, missing
 // directories, tensors and wrong shapes are one-line checkpoint_errors that leave the training
 // step unchanged; GPT2LMHeadModel-style files ("transformer." prefix, mask buffers, a tied
-// lm_head.weight) load.
+// lm_head.weight) load. Atomic saves into a root (step directories, `latest`, keep-last-N): a save
+// killed at any of its points (SIGKILL in a forked child) leaves a checkpoint that loads verified,
+// the last good one or the new one; a directory without its manifest, or with any byte flipped,
+// is refused with one line.
+#include <weft/comm/single.hpp>
 #include <weft/model.hpp>
 #include <weft/parallel/plan.hpp>
 #include <weft/data/batch_sampler.hpp>
@@ -17,6 +21,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -685,4 +694,302 @@ TEST_CASE("load_weights: a 'transformer.' prefix, mask buffers and a tied lm_hea
   s.next(src.tokens(), src.targets());
   s.fill(0, dst.tokens(), dst.targets());
   CHECK(src.loss() == dst.loss());
+}
+
+// ---- atomic saves into a root; nothing loads unverified ----
+
+namespace {
+
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> v;
+  for (const auto& e : fs::directory_iterator(dir)) v.push_back(e.path().filename().string());
+  std::sort(v.begin(), v.end());
+  return v;
+}
+void flip_byte(const fs::path& file, std::uint64_t at) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  f.seekg(static_cast<std::streamoff>(at));
+  char c = 0;
+  f.read(&c, 1);
+  c = static_cast<char>(c ^ 0x40);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(&c, 1);
+}
+bool one_line(const std::string& s) { return !s.empty() && s.find('\n') == std::string::npos; }
+// The message of whatever `f` throws ("" if nothing).
+template <class F>
+std::string any_error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return std::string(e.what()).empty() ? "(empty message)" : e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("atomic save into a root: step directories, latest, keep the last N, load through latest",
+          "[train][checkpoint][atomic]") {
+  weft_test::temp_dir tmp;
+  const fs::path root = tmp / "ck";
+  const token_buffer data = synthetic_tokens(64);
+  training_step<gpt_f32> st(base_options());
+  batch_sampler<2, 8> sampler(data, 5);
+  single_world world;
+  curve c;
+  std::vector<std::vector<float>> params;
+  for (int i = 1; i <= 4; ++i) {
+    run_steps(st, sampler, 1, c);
+    const fs::path dir = save_checkpoint(st, world, root, checkpoint_state{sampler.state()}, checkpoint_options{.keep_last = 2});
+    CHECK(dir == root / ("step-00000000" + std::to_string(i)));
+    params.push_back(copy_of(st.params()));
+  }
+  CHECK(names_in(root) == std::vector<std::string>{"latest", "step-000000003", "step-000000004"});
+  CHECK(read_text(root / "latest") == "step-000000004\n");
+  // A step directory is an ordinary checkpoint: Hugging Face's files and the verified extras.
+  CHECK(names_in(root / "step-000000004") ==
+        std::vector<std::string>{"config.json", "manifest.json", "model.safetensors", "optimizer.safetensors"});
+  CHECK(read_text(root / "step-000000004" / "config.json").find("\"model_type\": \"gpt2\"") != std::string::npos);
+
+  train_options other = base_options();
+  other.seed = 999;
+  training_step<gpt_f32> fresh(other);
+  const checkpoint_state cs = load_checkpoint(fresh, root);  // the root: its latest
+  CHECK(fresh.step_count() == 4);
+  CHECK(cs.sampler.step == 4);
+  CHECK(same_bits<float>(fresh.params(), params[3]));
+  load_checkpoint(fresh, root / "step-000000003");  // a step directory by name
+  CHECK(fresh.step_count() == 3);
+  CHECK(same_bits<float>(fresh.params(), params[2]));
+  // keep_last 0 keeps all; saving the same step again replaces it.
+  save_checkpoint(st, world, root, checkpoint_state{sampler.state()});
+  run_steps(st, sampler, 1, c);
+  save_checkpoint(st, world, root, checkpoint_state{sampler.state()});
+  CHECK(names_in(root) == std::vector<std::string>{"latest", "step-000000003", "step-000000004", "step-000000005"});
+}
+
+TEST_CASE("a checkpoint directory without its manifest is refused with one line, never loaded unverified",
+          "[train][checkpoint][atomic][errors]") {
+  weft_test::temp_dir tmp;
+  training_step<gpt_f32> saved(base_options());
+  single_world world;
+  train_options other = base_options();
+  other.seed = 4321;
+  training_step<gpt_f32> st(other);
+  const std::vector<float> before = copy_of(st.params());
+  auto unchanged = [&] { return same_bits<float>(st.params(), before) && st.step_count() == 0; };
+
+  SECTION("a directory saved in place, its manifest gone (what a kill in the middle of the old in-place save left)") {
+    save_checkpoint(saved, tmp / "ck");
+    CHECK_NOTHROW(load_checkpoint(st, tmp / "ck"));  // with its manifest: loads
+    st.set_step_count(0);
+    std::copy(before.begin(), before.end(), st.params().begin());
+    fs::remove(tmp / "ck" / "manifest.json");
+    const auto f = safetensors_file::open(tmp / "ck" / "model.safetensors");
+    flip_byte(tmp / "ck" / "model.safetensors", 8 + f.header_length() + f.info("h.0.attn.c_attn.weight").data_begin + 9);
+    const std::string e = error_of([&] { load_checkpoint(st, tmp / "ck"); });
+    INFO(e);
+    CHECK(one_line(e));
+    CHECK(e.find("has no manifest.json") != std::string::npos);
+    CHECK(e.find("refusing to load it") != std::string::npos);
+    CHECK(unchanged());
+  }
+  SECTION("latest's step directory without its manifest") {
+    save_checkpoint(saved, world, tmp / "root");
+    fs::remove(tmp / "root" / "step-000000000" / "manifest.json");
+    const std::string e = error_of([&] { load_checkpoint(st, tmp / "root"); });
+    INFO(e);
+    CHECK(one_line(e));
+    CHECK(e.find("names step-000000000, which has no manifest.json") != std::string::npos);
+    CHECK(unchanged());
+    const std::string d = error_of([&] { load_checkpoint(st, tmp / "root" / "step-000000000"); });
+    INFO(d);
+    CHECK(one_line(d));
+    CHECK(d.find("has no manifest.json") != std::string::npos);
+    CHECK(unchanged());
+  }
+  SECTION("latest naming a missing directory; its aside copy (a kill between the renames of a same-step save) loads") {
+    save_checkpoint(saved, world, tmp / "root");
+    fs::rename(tmp / "root" / "step-000000000", tmp / "root" / ".step-000000000.old");
+    CHECK(error_of([&] { load_checkpoint(st, tmp / "root"); }).empty());
+    CHECK(same_bits<float>(st.params(), copy_of(saved.params())));
+    fs::remove_all(tmp / "root" / ".step-000000000.old");
+    std::copy(before.begin(), before.end(), st.params().begin());
+    const std::string e = error_of([&] { load_checkpoint(st, tmp / "root"); });
+    INFO(e);
+    CHECK(one_line(e));
+    CHECK(e.find("names step-000000000, which does not exist") != std::string::npos);
+    CHECK(unchanged());
+  }
+  SECTION("a root with only a temporary directory (a kill during its first save)") {
+    fs::create_directories(tmp / "root" / ".step-000000003.tmp");
+    save_checkpoint(saved, tmp / "root" / ".step-000000003.tmp");  // complete, but never renamed into place
+    const std::string e = error_of([&] { load_checkpoint(st, tmp / "root"); });
+    INFO(e);
+    CHECK(one_line(e));
+    CHECK(e.find("holds no checkpoint") != std::string::npos);
+    CHECK(unchanged());
+  }
+  SECTION("an empty directory") {
+    fs::create_directories(tmp / "empty");
+    const std::string e = error_of([&] { load_checkpoint(st, tmp / "empty"); });
+    CHECK(one_line(e));
+    CHECK(e.find("holds no checkpoint") != std::string::npos);
+  }
+}
+
+TEST_CASE("a flipped byte anywhere in a saved file is refused with one line", "[train][checkpoint][atomic][errors]") {
+  weft_test::temp_dir tmp;
+  single_world world;
+  training_step<gpt_f32> saved(base_options());
+  const fs::path good = save_checkpoint(saved, world, tmp / "root");
+  train_options other = base_options();
+  other.seed = 4321;
+  training_step<gpt_f32> st(other);
+  const std::vector<float> before = copy_of(st.params());
+  splitmix64 g{20261206};
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json", "manifest.json"}) {
+    const std::uint64_t size = fs::file_size(good / file);
+    for (int trial = 0; trial < 12; ++trial) {
+      // Half the flips in the first 400 bytes (the header / the fields), half anywhere.
+      const std::uint64_t at = trial % 2 == 0 ? g.below(std::min<std::uint64_t>(size, 400)) : g.below(size);
+      const fs::path copy = tmp / ("flip-" + std::to_string(trial));
+      fs::remove_all(copy);
+      fs::copy(good, copy);
+      flip_byte(copy / file, at);
+      const std::string e = any_error_of([&] { load_checkpoint(st, copy); });
+      INFO(file << " byte " << at << ": " << e);
+      if (std::string(file) == "manifest.json" && e.empty()) {
+        // A manifest field the files do not depend on (saved_under, the rng): the data is still
+        // exactly what the manifest's checksums describe.
+        CHECK(same_bits<float>(st.params(), copy_of(saved.params())));
+        std::copy(before.begin(), before.end(), st.params().begin());
+        st.set_step_count(0);
+        continue;
+      }
+      CHECK(one_line(e));
+      CHECK(same_bits<float>(st.params(), before));
+    }
+  }
+}
+
+// A save killed (SIGKILL, in a forked child) at each of its points in turn — every run of data,
+// rename, the manifest, the step directory's rename, `latest`, rotation — after a good save: the
+// root then loads, verified, either the last good checkpoint or the new one, never a mixture and
+// never nothing. The in-place save is not atomic: there a kill may leave a directory that is
+// refused, but never one that loads unverified.
+namespace {
+
+// Forks; the child sets WEFT_TEST_CHECKPOINT_KILL=0:<event> and runs `save`. True if the child
+// was killed (false: the save finished before that event).
+template <class F>
+bool killed_during(long event, F&& save) {
+  std::fflush(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setenv("WEFT_TEST_CHECKPOINT_KILL", ("0:" + std::to_string(event)).c_str(), 1);
+    try {
+      save();
+    } catch (...) {
+      ::_exit(3);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  if (WIFEXITED(status)) {
+    REQUIRE(WEXITSTATUS(status) == 0);  // the save itself must not fail
+    return false;
+  }
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(WTERMSIG(status) == SIGKILL);
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a save killed at any point leaves the last good checkpoint or the new one, verified",
+          "[train][checkpoint][atomic][fault]") {
+  weft_test::temp_dir tmp;
+  single_world world;
+  const token_buffer data = synthetic_tokens(64);
+  training_step<gpt_f32> st(base_options());
+  batch_sampler<2, 8> sampler(data, 5);
+  curve c;
+  run_steps(st, sampler, 1, c);
+  const fs::path base = tmp / "base";
+  save_checkpoint(st, world, base, checkpoint_state{sampler.state()}, checkpoint_options{.keep_last = 2});
+  run_steps(st, sampler, 1, c);
+  save_checkpoint(st, world, base, checkpoint_state{sampler.state()}, checkpoint_options{.keep_last = 2});
+  const std::vector<float> good = copy_of(st.params());  // step 2, the last good save
+  run_steps(st, sampler, 1, c);
+  const std::vector<float> next = copy_of(st.params());  // step 3
+
+  train_options other = base_options();
+  other.seed = 4321;
+  // scenario 0: a new step (rotation drops step 1); 1: step 2 saved again with other values (the
+  // swap through .step-2.old).
+  for (int scenario = 0; scenario < 2; ++scenario) {
+    const std::size_t new_step = scenario == 0 ? 3 : 2;
+    st.set_step_count(new_step);
+    long kills = 0;
+    for (long event = 1; event < 200; ++event) {
+      const fs::path root = tmp / ("trial-" + std::to_string(scenario) + "-" + std::to_string(event));
+      fs::copy(base, root, fs::copy_options::recursive);
+      const bool killed = killed_during(event, [&] {
+        save_checkpoint(st, world, root, checkpoint_state{sampler.state()}, checkpoint_options{.keep_last = 2});
+      });
+      INFO("scenario " << scenario << ", killed at event " << event << (killed ? "" : " (the save finished)"));
+      training_step<gpt_f32> loaded(other);
+      const std::string e = any_error_of([&] { load_checkpoint(loaded, root); });
+      INFO(e);
+      REQUIRE(e.empty());  // a good save came before: never nothing
+      const bool is_good = loaded.step_count() == 2 && same_bits<float>(loaded.params(), good);
+      const bool is_new = loaded.step_count() == new_step && same_bits<float>(loaded.params(), next);
+      CHECK((is_good || is_new));
+      if (!killed) {
+        CHECK(is_new);
+        CHECK(names_in(root) == (scenario == 0 ? std::vector<std::string>{"latest", "step-000000002", "step-000000003"}
+                                               : std::vector<std::string>{"latest", "step-000000001", "step-000000002"}));
+        break;
+      }
+      ++kills;
+      // Verified: a flipped byte in what loaded is refused.
+      const fs::path used = root / (is_new ? detail::step_dir_name(new_step) : "step-000000002");
+      if (fs::exists(used / "manifest.json")) {
+        const auto f = safetensors_file::open(used / "model.safetensors");
+        flip_byte(used / "model.safetensors", 8 + f.header_length() + f.info("wpe.weight").data_begin + 2);
+        training_step<gpt_f32> again(other);
+        CHECK_FALSE(any_error_of([&] { load_checkpoint(again, root); }).empty());
+      }
+      fs::remove_all(root);
+    }
+    CHECK(kills >= 8);  // headers, data runs, renames, manifest, directory, latest (and rotation or the swap)
+  }
+
+  // The in-place save: refused or verified, never loaded unverified.
+  st.set_step_count(3);
+  long refused = 0;
+  for (long event = 1; event < 200; ++event) {
+    const fs::path dir = tmp / ("inplace-" + std::to_string(event));
+    fs::copy(base / "step-000000002", dir);
+    const bool killed = killed_during(event, [&] { save_checkpoint(st, dir, checkpoint_state{sampler.state()}); });
+    INFO("in place, killed at event " << event);
+    training_step<gpt_f32> loaded(other);
+    const std::string e = any_error_of([&] { load_checkpoint(loaded, dir); });
+    INFO(e);
+    if (!e.empty()) {
+      CHECK(one_line(e));
+      ++refused;
+    } else {
+      CHECK(fs::exists(dir / "manifest.json"));
+      CHECK(((loaded.step_count() == 2 && same_bits<float>(loaded.params(), good)) ||
+             (loaded.step_count() == 3 && same_bits<float>(loaded.params(), next))));
+    }
+    fs::remove_all(dir);
+    if (!killed) break;
+  }
+  CHECK(refused > 0);  // the window the atomic save closes
 }

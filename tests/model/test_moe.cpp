@@ -326,6 +326,52 @@ TEST_CASE("moe_llama (Mixtral-style) model gradient against finite differences",
   CHECK(e < 1e-7);
 }
 
+// ---- transformers' pooled form (pooled_aux_loss): one loss per micro-batch over all layers ----
+
+TEST_CASE("pooled aux loss: moe_llama over 2 layers, gradient against finite differences", "[model][moe][gradient][aux]") {
+  using M = moe_llama<llama_config<vocab<11>, context<4>, width<8>, heads<2>, kv_heads<1>, depth<2>>,
+                      moe_mlp<8, 4, 2, 4, swiglu_experts, aux_loss_weight<1, 10>, pooled_aux_loss>>;
+  STATIC_REQUIRE(M::moe_type::pooled_aux);
+  const double e = model_gradient_error<M>();
+  std::printf("pooled aux moe_llama model gradient: max |fd - analytic| / max|fd| = %.3g\n", e);
+  CHECK(e < 1e-7);
+  CHECK(aux_losses().pooled.layers.empty());  // every micro-batch's statistics dropped after its backward
+}
+
+namespace {
+// The aux meter's totals after one forward and backward of fixed tokens with parameters drawn from seed 3.
+template <class M>
+aux_loss_meter::totals pooled_test_aux() {
+  using P = plan<M, batch<micro<2>, seq<4>>, precision<double>>;
+  training_step<P> st;
+  std::mt19937_64 g(3);
+  std::uniform_real_distribution<double> u(-0.5, 0.5);
+  for (auto& p : st.params()) p = u(g);
+  for (std::size_t i = 0; i < P::rows; ++i) st.tokens()[i] = static_cast<std::int32_t>((7 * i + 3) % 11), st.targets()[i] = 1;
+  aux_losses().take();
+  (void)st.accumulate(1.0 / P::rows);
+  return aux_losses().take();
+}
+template <std::size_t Depth, class... O>
+using pooled_test_model = moe_llama<llama_config<vocab<11>, context<4>, width<8>, heads<2>, kv_heads<1>, depth<Depth>>,
+                                    moe_mlp<8, 4, 2, 4, swiglu_experts, O...>>;
+}  // namespace
+
+TEST_CASE("pooled aux loss: one value per micro-batch; one layer equals the per-layer form, more do not sum",
+          "[model][moe][aux]") {
+  const auto one_pooled = pooled_test_aux<pooled_test_model<1, pooled_aux_loss>>();
+  const auto one_layer = pooled_test_aux<pooled_test_model<1>>();
+  CHECK(one_pooled.count == 1);
+  CHECK(one_pooled.sum == Approx(one_layer.sum).epsilon(1e-12));  // L = 1: the same statistics
+  const auto three_pooled = pooled_test_aux<pooled_test_model<3, pooled_aux_loss>>();
+  const auto three_layers = pooled_test_aux<pooled_test_model<3>>();
+  CHECK(three_pooled.count == 1);
+  CHECK(three_layers.count == 3);
+  // the pooled loss is about one layer's, not the sum of three (alpha E sum f P is near alpha for
+  // balanced routing, between alpha and alpha E at worst)
+  CHECK(three_pooled.sum < 0.6 * three_layers.sum);
+}
+
 TEST_CASE("moe_gpt trains on one process: the loss falls, thread count does not matter", "[model][moe][train]") {
   using P = plan<tiny_moe, batch<micro<2>, seq<8>>, precision<double>>;
   auto run = [] {

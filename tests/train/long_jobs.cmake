@@ -4,9 +4,10 @@
 #               skipped, the three spikes are skipped and the third rolls back to the last
 #               checkpoint with the data position past the bad batches; the run ends at its step
 #               count with a finite, sensible loss. Checked in the output and the JSON-lines metrics.
-# MODE preempt: SIGTERM during step 12 (--signal-self-at): exit 0 with a checkpoint; --resume
-#               then gives, step for step, the losses of an uninterrupted run (and its final
-#               validation loss).
+# MODE preempt: SIGTERM during step 12 (--signal-self-at): exit 0 with a checkpoint (ck/latest
+#               naming ck/step-000000012/); --resume then gives, step for step, the losses of an
+#               uninterrupted run (and its final validation loss).
+# MODE kill_save, unverified, unwritable: atomic saves (long_jobs_saves.cmake).
 cmake_minimum_required(VERSION 3.25)
 foreach(v TRAIN_GPT WORK MODE)
   if(NOT DEFINED ${v})
@@ -103,9 +104,17 @@ elseif(MODE STREQUAL "preempt")
   if(first_out MATCHES "final validation loss")
     message(FATAL_ERROR "the preempted run went on to the end")
   endif()
-  foreach(f model.safetensors optimizer.safetensors config.json)
-    if(NOT EXISTS ${WORK}/ck/${f})
-      message(FATAL_ERROR "the preempted run left no ck/${f}")
+  # The atomic layout: ck/latest names ck/step-000000012/, which holds the Hugging Face files.
+  if(NOT EXISTS ${WORK}/ck/latest)
+    message(FATAL_ERROR "the preempted run left no ck/latest")
+  endif()
+  file(READ ${WORK}/ck/latest latest)
+  if(NOT latest STREQUAL "step-000000012\n")
+    message(FATAL_ERROR "ck/latest holds '${latest}', not step-000000012")
+  endif()
+  foreach(f model.safetensors optimizer.safetensors config.json manifest.json)
+    if(NOT EXISTS ${WORK}/ck/step-000000012/${f})
+      message(FATAL_ERROR "the preempted run left no ck/step-000000012/${f}")
     endif()
   endforeach()
   run(rest 0 --steps 24 --checkpoint ck --resume ck --metrics part.jsonl)
@@ -140,6 +149,8 @@ elseif(MODE STREQUAL "preempt")
     message(FATAL_ERROR "final validation loss: '${va}' uninterrupted, '${vb}' after preemption and resume")
   endif()
   message(STATUS "preempted at step 12, resumed: 24 steps equal to the uninterrupted run; ${va}")
+elseif(MODE STREQUAL "kill_save" OR MODE STREQUAL "unverified" OR MODE STREQUAL "unwritable")
+  include(${CMAKE_CURRENT_LIST_DIR}/long_jobs_saves.cmake)
 else()
-  message(FATAL_ERROR "long_jobs.cmake: MODE is guard or preempt, not '${MODE}'")
+  message(FATAL_ERROR "long_jobs.cmake: MODE is guard, preempt, kill_save, unverified or unwritable, not '${MODE}'")
 endif()

@@ -26,9 +26,13 @@ endif()
 # guard: a NaN step and three garbage batches in a row -> skipped, spikes skipped, one rollback to
 # the last checkpoint past the bad batches, the run ends with a finite, sensible loss (metrics
 # parsed as JSON). preempt: SIGTERM in step 12 -> exit 0 with a checkpoint; --resume equals an
-# uninterrupted run step for step. The tiny preset, a few seconds each.
+# uninterrupted run step for step. kill_save: SIGKILL at random moments and at chosen points of
+# saves -> the checkpoint directory always resumes, verified, at the newest finished save;
+# unverified: no manifest or a flipped byte -> refused with one line; unwritable: an unwritable
+# --checkpoint -> one line, status 2, before the first step (long_jobs_saves.cmake). The tiny
+# preset, a few seconds each.
 if(TARGET train_gpt)
-  foreach(mode guard preempt)
+  foreach(mode guard preempt kill_save unverified unwritable)
     add_test(NAME train.long_jobs.${mode}
              COMMAND ${CMAKE_COMMAND} -DTRAIN_GPT=$<TARGET_FILE:train_gpt>
                      -DWORK=${CMAKE_CURRENT_BINARY_DIR}/long_jobs_${mode} -DMODE=${mode}

@@ -263,11 +263,21 @@ class training_step
   };
   const std::vector<group>& parameter_groups() const { return groups_; }
   void set_step_count(std::size_t s) { step_ = s; }
+  /// The token id whose embedding row gets no gradient from its lookups (torch's nn.Embedding
+  /// padding_idx; load_hf_weights sets a config's pad_token_id), or -1 for none (the default).
+  void set_padding_token(std::int64_t id) {
+    if (id < -1 || id >= static_cast<std::int64_t>(V))
+      throw std::invalid_argument("weft::training_step: padding token " + std::to_string(id) + " is outside the vocabulary of " +
+                                  std::to_string(V) + ". Give a token id below it, or -1 for none.");
+    padding_token_ = id;
+  }
+  std::int64_t padding_token() const { return padding_token_; }
 
   /// The model's frame over this arena (grads: whether backward may write gradients).
   frame_type root_frame(bool with_grads = true) const {
     frame_type f = arena_frame<frame_type, Plan>(arena_.get(), ctx_, with_grads);
     if (with_grads) f.grad_ready = grad_ready_;
+    f.padding_token = padding_token_;
     if constexpr (windowed_params || windowed_grads)
       if (!window_)
         throw std::logic_error("weft::training_step: this plan keeps the block stack's parameters or gradients in "
@@ -385,6 +395,7 @@ class training_step
   std::vector<param_info> infos_;
   std::vector<group> groups_;
   std::size_t step_ = 0;
+  std::int64_t padding_token_ = -1;  // set_padding_token
   grad_ready_hook grad_ready_{};
   block_window_hook<T> window_{};
 };

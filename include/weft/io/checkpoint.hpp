@@ -18,8 +18,17 @@
 //                          saved under, and an FNV-1a 64 of every file header and tensor
 // One engine writes it (namespace detail below): every rank of a distributed save runs it on its
 // own slices (distributed_checkpoint.hpp); save_checkpoint(training_step, ...) runs it in a world
-// of one. load_checkpoint(training_step, ...) verifies the manifest's sizes and checksums when
-// there is one (files from other tools have none).
+// of one. Two ways to save from one process:
+//   save_checkpoint(st, world, root, cs, opt)  atomic (checkpoint_dirs.hpp): root/step-<n>/ via a
+//                                              temporary directory, root/latest names the newest,
+//                                              keep_last rotates; a crash leaves the last good one
+//   save_checkpoint(st, dir, cs)               rewrites `dir` in place (not atomic: a crash
+//                                              half-way leaves files without their manifest)
+// load_checkpoint(training_step, path) takes a root (its `latest`) or a checkpoint directory and
+// loads only what its manifest verifies (sizes and FNV-1a checksums of every header, tensor and
+// config.json): a directory without manifest.json — a save that did not finish — is refused with
+// one line, never loaded unverified. (Hugging Face files without weft's optimizer state load
+// with load_weights.)
 // Mixed precision (precision<bf16, f32>): the files hold the f32 master weights as the model's
 // tensors and the f32 moments, so a checkpoint of a mixed run is the checkpoint of an f32 run
 // (either loads into the other); loading sets the master and the bf16 parameters as its rounded
@@ -33,6 +42,7 @@
 #include "weft/model/structure.hpp"            // structure_of, structure_digest
 #include "weft/parallel/tensor_parallel.hpp"   // shard_indices
 #include "weft/data/batch_sampler.hpp"        // sampler_state
+#include "weft/io/checkpoint_dirs.hpp"         // checkpoint_options, ckpt_save_step_dir, ckpt_resolve
 #include "weft/io/checkpoint_error.hpp"        // checkpoint_error
 #include "weft/io/checkpoint_files.hpp"        // fnv1a64, ckpt_agree, ckpt_fd, ckpt_read_small
 #include "weft/io/checkpoint_manifest.hpp"     // ckpt_manifest, ckpt_manifest_json, ckpt_parse_manifest
@@ -371,24 +381,10 @@ inline std::vector<std::size_t> ckpt_shard_map(const param_info& whole, const pa
   return idx;
 }
 
-// The testing hook of the fault test: WEFT_TEST_CHECKPOINT_KILL="<world rank>:<runs>[:<step>]"
-// makes that rank raise SIGKILL after writing that many runs of its slices (of the save at
-// <step> only, when given): a crash in the middle of a save.
-inline long ckpt_kill_after(int rank, std::uint64_t step) {
-  const char* e = std::getenv("WEFT_TEST_CHECKPOINT_KILL");
-  if (!e) return -1;
-  int r = -1;
-  long n = -1;
-  unsigned long long at = 0;
-  const int got = std::sscanf(e, "%d:%ld:%llu", &r, &n, &at);
-  if (got < 2 || r != rank || (got == 3 && at != step)) return -1;
-  return n;
-}
-
 // Writes this rank's elements of `f` (the kinds it holds) into the open file, coalesced.
 template <class T>
 void ckpt_write_slices(const ckpt_fd& out, const ckpt_file& f, bool model_file, const ckpt_local<T>& v,
-                       const std::vector<param_info>& whole, long& kill_after, int kill_rank) {
+                       const std::vector<param_info>& whole, int rank) {
   const auto index = ckpt_whole_index(whole);
   std::vector<std::pair<std::uint64_t, T>> items;  // (byte offset in the file, value)
   for (const param_info& p : v.infos) {
@@ -415,12 +411,7 @@ void ckpt_write_slices(const ckpt_fd& out, const ckpt_file& f, bool model_file, 
     run.resize(j - i);
     for (std::size_t k = i; k < j; ++k) run[k - i] = items[k].second;
     out.pwrite_all(run.data(), run.size() * sizeof(T), items[i].first);
-    if (kill_after > 0 && --kill_after == 0) {
-      std::fprintf(stderr, "weft: WEFT_TEST_CHECKPOINT_KILL: killing rank %d at unix time %lld in the middle of a save\n",
-                   kill_rank, static_cast<long long>(std::time(nullptr)));
-      std::fflush(stderr);
-      std::raise(SIGKILL);
-    }
+    ckpt_kill_point(rank, "a run of slices written");
     i = j;
   }
 }
@@ -570,6 +561,8 @@ void ckpt_write_files(Comm& world, const ckpt_local<typename Plan::master_type>&
   const auto files = ckpt_plan_files<Plan>(n, cs);
   const auto tmp = [&](const std::string& name) { return dir / (name + ".tmp"); };
 
+  ckpt_kill_arm(world.rank(), n);  // the fault tests' hook (checkpoint_files.hpp); off unless set
+
   // 1. Rank 0: the headers, the files at their full size (no data yet), config.json.
   ckpt_agree(world, world.rank() != 0 ? std::string() : ckpt_try([&] {
     for (const auto& f : files) {
@@ -579,15 +572,15 @@ void ckpt_write_files(Comm& world, const ckpt_local<typename Plan::master_type>&
       out.pwrite_all(f.head.data(), f.head.size(), 0);
     }
     write_hf_config<Plan>(tmp("config.json"));
+    ckpt_kill_point(0, "headers and config.json written");
   }));
 
   // 2. Every rank: its slices, then fsync.
   const auto whole = Plan::parameters();
   ckpt_agree(world, ckpt_try([&] {
-    long kill_after = ckpt_kill_after(world.rank(), n);
     for (std::size_t i = 0; i < files.size(); ++i) {
       ckpt_fd out(tmp(files[i].name), O_WRONLY);
-      ckpt_write_slices(out, files[i], i == 0, local, whole, kill_after, world.rank());
+      ckpt_write_slices(out, files[i], i == 0, local, whole, world.rank());
       out.sync();
     }
   }));
@@ -639,21 +632,41 @@ void ckpt_write_files(Comm& world, const ckpt_local<typename Plan::master_type>&
       cfg.sync();
     }
     // An older manifest goes first: it would not describe the new files.
+    // (Rewriting a directory in place, as save_checkpoint(st, dir) does, is not atomic: a crash
+    // from here to the manifest leaves files without one, which load_checkpoint refuses. A save
+    // into a root writes a fresh temporary directory instead: checkpoint_dirs.hpp.)
     std::error_code ec;
     fs::remove(dir / "manifest.json", ec);
-    for (const std::string name : {"model.safetensors", "optimizer.safetensors", "config.json"})
+    ckpt_sync_dir(dir);
+    ckpt_kill_point(0, "the old manifest removed");
+    for (const std::string name : {"model.safetensors", "optimizer.safetensors", "config.json"}) {
       if (::rename(tmp(name).c_str(), (dir / name).c_str()) != 0)
         throw checkpoint_error("weft::save_checkpoint: cannot rename " + tmp(name).string() + ": " + std::strerror(errno));
+      ckpt_kill_point(0, "a file renamed into place");
+    }
     ckpt_sync_dir(dir);
     ckpt_write_small(dir, "manifest.json", ckpt_manifest_json(m));
+    ckpt_kill_point(0, "the manifest written");
   }));
 }
 
-// Checks the files of `dir` against its manifest.json (sizes and checksums), if it has one.
-inline void ckpt_verify_against_manifest(const std::filesystem::path& dir) {
+// Checks the files of `dir` against its manifest.json (sizes and checksums) and the manifest
+// against what the files' headers say (model, step, data position); no manifest is an error:
+// files that cannot be verified are never loaded.
+inline void ckpt_verify_against_manifest(const std::filesystem::path& dir, const std::string& model,
+                                         const std::string& structure, std::uint64_t step, const sampler_state& sampler) {
   std::error_code ec;
-  if (!std::filesystem::exists(dir / "manifest.json", ec)) return;
+  if (!std::filesystem::exists(dir / "manifest.json", ec))
+    throw checkpoint_error("weft::load_checkpoint: " + dir.string() +
+                           " has no manifest.json, so its files cannot be verified (a save that did not finish, or "
+                           "files not written by save_checkpoint): refusing to load it; resume from another "
+                           "checkpoint, or load the weights alone with load_weights");
   const ckpt_manifest man = ckpt_parse_manifest(dir / "manifest.json");
+  if (man.model != model || man.structure != structure || man.step != step || man.sampler.seed != sampler.seed ||
+      man.sampler.step != sampler.step)
+    throw checkpoint_error("weft::load_checkpoint: " + (dir / "manifest.json").string() + " (model " + man.model +
+                           ", step " + std::to_string(man.step) + ") does not describe the files beside it (model " +
+                           model + ", step " + std::to_string(step) + "; files of different saves)");
   for (const auto& mf : man.files) {
     const std::filesystem::path path = dir / mf.name;
     const auto bytes = std::filesystem::file_size(path, ec);
@@ -716,19 +729,46 @@ void save_checkpoint(const training_step<Plan>& st, const std::filesystem::path&
                                  "{\"world\": 1, \"dp\": 1, \"tp\": 1, \"pp\": 1, \"zero\": 0, \"sequence_parallel\": false}");
 }
 
-/// Restores what save_checkpoint wrote; returns the saved position for the data sampler.
-/// Checks everything (model, tensors, shapes, step) before changing `st`: on error it is unchanged.
+/// Saves atomically into root/step-<n>/ and points root/latest at it: the distributed engine's
+/// scheme (checkpoint_dirs.hpp) in a world of one. The files are written into a temporary
+/// directory, fsynced and checksummed, and renamed into place; only then is `latest` replaced and
+/// are all but the newest opt.keep_last step directories removed (0: all stay). A crash at any
+/// point leaves the last good checkpoint. Returns the step directory (Hugging Face's
+/// from_pretrained loads it: model.safetensors and config.json).
 template <class Plan>
-checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem::path& dir) {
+std::filesystem::path save_checkpoint(const training_step<Plan>& st, single_world& world, const std::filesystem::path& root,
+                                      const checkpoint_state& cs = {}, const checkpoint_options& opt = {}) {
+  static_assert(detail::ckpt_float_v<typename Plan::master_type>,
+                "weft::save_checkpoint: checkpoints hold f32 or f64 weights: an f16 or bf16 plan needs f32 master weights. Use precision<float>, precision<double> or precision<bf16, f32>.");
+  static_assert(Plan::optimizer_state_in_arena,
+                "weft::save_checkpoint: this training_step's optimizer state is held by data_parallel_step (ZeRO >= 1). Save the distributed step (distributed_checkpoint.hpp).");
+  checkpoint_state with_scale = cs;
+  with_scale.loss_scale = st.loss_scale_state().active() ? st.loss_scale_state().scale() : 0.0;
+  with_scale.loss_scale_good_steps = st.loss_scale_state().good_steps();
+  const std::uint64_t n = st.step_count();
+  return detail::ckpt_save_step_dir(world, root, n, opt, [&](const std::filesystem::path& tmp) {
+    detail::ckpt_write_files<Plan>(world, detail::ckpt_local_of(st), tmp, n, with_scale,
+                                   "{\"world\": 1, \"dp\": 1, \"tp\": 1, \"pp\": 1, \"zero\": 0, \"sequence_parallel\": false}");
+  });
+}
+
+/// Restores what save_checkpoint wrote; returns the saved position for the data sampler.
+/// `path` is a checkpoint directory or a root of step directories (its `latest`, else its newest
+/// step directory with a manifest). Only files that manifest.json verifies load: a directory
+/// without one (a save that did not finish) is refused. Checks everything (model, tensors, shapes,
+/// step, sizes, checksums) before changing `st`: on error it is unchanged.
+template <class Plan>
+checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem::path& path) {
   using T = typename Plan::master_type;  // the master weights and moments (T unless mixed precision)
   static_assert(detail::ckpt_float_v<T>,
                 "weft::load_checkpoint: checkpoints hold f32 or f64 weights: an f16 or bf16 plan needs f32 master weights. Use precision<float>, precision<double> or precision<bf16, f32>.");
   std::error_code ec;
-  if (!std::filesystem::exists(dir, ec))
-    throw checkpoint_error("weft::load_checkpoint: " + dir.string() + " does not exist (no checkpoint there)");
-  if (!std::filesystem::is_directory(dir, ec))
-    throw checkpoint_error("weft::load_checkpoint: " + dir.string() +
+  if (!std::filesystem::exists(path, ec))
+    throw checkpoint_error("weft::load_checkpoint: " + path.string() + " does not exist (no checkpoint there)");
+  if (!std::filesystem::is_directory(path, ec))
+    throw checkpoint_error("weft::load_checkpoint: " + path.string() +
                            " is not a directory; a checkpoint is a directory written by save_checkpoint");
+  const std::filesystem::path dir = detail::ckpt_resolve(path, /*plain_ok=*/true);
   const std::filesystem::path opt_path = dir / "optimizer.safetensors", model_path = dir / "model.safetensors";
   if (!std::filesystem::exists(opt_path, ec))
     throw checkpoint_error("weft::load_checkpoint: " + dir.string() +
@@ -768,10 +808,11 @@ checkpoint_state load_checkpoint(training_step<Plan>& st, const std::filesystem:
     throw checkpoint_error("weft::load_checkpoint: " + dir.string() + ": model.safetensors is of step " + ms->second +
                            " but optimizer.safetensors of step " + std::to_string(step) +
                            " (an interrupted save?)");
-  // Written by save_checkpoint with a manifest: sizes and checksums too (all checks above first,
-  // so that a file of another model is reported as such).
+  // The manifest, required: sizes and checksums too (all checks above first, so that a file of
+  // another model is reported as such).
   detail::checked_weight_names<Plan>(model);
-  detail::ckpt_verify_against_manifest(dir);
+  detail::ckpt_verify_against_manifest(dir, detail::model_signature<Plan>(), detail::model_structure<Plan>(), step,
+                                       cs.sampler);
   detail::load_weights_from(st, model);  // checks all its tensors before writing any
   for (const param_info& p : st.parameter_infos()) {
     opt.read_as("m." + p.name, std::span<T>(st.adam_m().data() + p.offset, p.size));

@@ -9,11 +9,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -137,6 +141,42 @@ inline std::string ckpt_read_small(const std::filesystem::path& p) {
   s << in.rdbuf();
   return s.str();
 }
+// ---- the testing hook of the fault tests: a SIGKILL at a chosen point of a save ----
+// WEFT_TEST_CHECKPOINT_KILL="<world rank>:<n>[:<step>]" makes that rank raise SIGKILL at the n-th
+// event of a save (of the save at <step> only, when given). The events, in order: on rank 0 the
+// headers and config.json written; on every rank each run of its slices written; on rank 0 the
+// old manifest removed, each file renamed into place, the manifest written, and in a save into a
+// root (checkpoint_dirs.hpp) the previous copy of the same step moved aside, the step directory
+// renamed into place, `latest` replaced, each rotated step directory removed. (Other ranks count
+// only their runs, so "1:3" is the third run of rank 1.)
+inline long ckpt_kill_after(int rank, std::uint64_t step) {
+  const char* e = std::getenv("WEFT_TEST_CHECKPOINT_KILL");
+  if (!e) return -1;
+  int r = -1;
+  long n = -1;
+  unsigned long long at = 0;
+  const int got = std::sscanf(e, "%d:%ld:%llu", &r, &n, &at);
+  if (got < 2 || r != rank || (got == 3 && at != step)) return -1;
+  return n;
+}
+// Events left until the kill of the save in progress (-1: none armed).
+inline long& ckpt_kill_countdown() {
+  static long n = -1;
+  return n;
+}
+// At the start of each save: arms the countdown for this rank and step (or disarms it).
+inline void ckpt_kill_arm(int rank, std::uint64_t step) { ckpt_kill_countdown() = ckpt_kill_after(rank, step); }
+// One event of the save: the armed one raises SIGKILL, after a line naming it.
+inline void ckpt_kill_point(int rank, const char* what) {
+  long& n = ckpt_kill_countdown();
+  if (n > 0 && --n == 0) {
+    std::fprintf(stderr, "weft: WEFT_TEST_CHECKPOINT_KILL: killing rank %d at unix time %lld in the middle of a save (%s)\n",
+                 rank, static_cast<long long>(std::time(nullptr)), what);
+    std::fflush(stderr);
+    std::raise(SIGKILL);
+  }
+}
+
 // FNV-1a 64 of bytes [begin, end) of an open file, read in pieces.
 inline std::uint64_t ckpt_digest(const ckpt_fd& f, std::uint64_t begin, std::uint64_t end) {
   std::vector<char> buf(std::size_t{1} << 20);

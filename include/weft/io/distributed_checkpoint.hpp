@@ -33,13 +33,14 @@
 // Then every file's header and tensors are checksummed (FNV-1a 64, tensor i by rank i mod N, in
 // parallel) into manifest.json, which rank 0 writes last.
 //
-// Atomic: a save writes into root/.step-<n>.tmp/, fsyncs every file, writes the manifest,
-// renames the directory to root/step-<n>/ and then replaces root/latest (a one-line file naming
-// it) by rename. A crash at any point leaves the last good checkpoint and `latest` as they were.
-// keep_last rotates: after a save only the newest N step directories stay.
+// Atomic (checkpoint_dirs.hpp, shared with the single-process save into a root): a save writes
+// into root/.step-<n>.tmp/, fsyncs every file, writes the manifest, renames the directory to
+// root/step-<n>/ and then replaces root/latest (a one-line file naming it) by rename. A crash at
+// any point leaves the last good checkpoint and `latest` as they were. keep_last rotates: after a
+// save only the newest N step directories stay.
 //
-// load_checkpoint(step, world, path) reads a step directory, or root's `latest` (else its newest
-// step directory with a manifest). Each rank reads (pread) only the elements it needs, so a
+// load_checkpoint(step, world, path) reads root's `latest`, a step directory, or (without
+// `latest`) root's newest step directory with a manifest. Each rank reads (pread) only the elements it needs, so a
 // checkpoint saved under dp2 x tp2 x pp2 on 8 ranks loads under tp2 on 4, ZeRO-3, or one
 // process. Everything is checked first — model signature and structure, every tensor's presence,
 // shape and dtype, file sizes, checksums — into buffers; the step is changed only when every rank
@@ -47,6 +48,7 @@
 #include "weft/comm/communicator.hpp"         // communicator, reduce_op
 #include "weft/parallel/tensor_parallel.hpp"  // shard_indices
 #include "weft/io/checkpoint.hpp"          // checkpoint_state, the checkpoint engine (detail::ckpt_*)
+#include "weft/io/checkpoint_dirs.hpp"     // checkpoint_options, ckpt_save_step_dir, ckpt_resolve
 #include "weft/io/checkpoint_error.hpp"    // checkpoint_error
 #include "weft/exec/distributed_step.hpp"    // distributed_step
 #include "weft/exec/expert_parallel_local.hpp"  // expert_parallel_local (the local step of ep plans)
@@ -79,29 +81,7 @@
 
 namespace weft {
 
-/// Where and how many checkpoints save_checkpoint keeps.
-struct checkpoint_options {
-  /// Step directories kept under the root after a successful save, newest first (0: all).
-  std::size_t keep_last = 0;
-};
-
 namespace detail {
-
-inline std::string step_dir_name(std::uint64_t step) {
-  char s[32];
-  std::snprintf(s, sizeof s, "step-%09llu", static_cast<unsigned long long>(step));
-  return s;
-}
-// The step of "step-<digits>", or -1.
-inline long long step_of_dir_name(const std::string& n) {
-  if (n.size() <= 5 || n.compare(0, 5, "step-") != 0) return -1;
-  long long v = 0;
-  for (std::size_t i = 5; i < n.size(); ++i) {
-    if (n[i] < '0' || n[i] > '9') return -1;
-    v = v * 10 + (n[i] - '0');
-  }
-  return v;
-}
 
 // The single-process plan whose files a save of `Plan` writes: `Plan` itself, or under expert
 // parallelism the whole model (model_type, all E experts) in one process at the same precision.
@@ -162,34 +142,6 @@ ckpt_local<typename Plan::master_type> ckpt_local_of(distributed_step<Plan, Comm
   return v;
 }
 
-// ---- locating a checkpoint under a root ----
-
-// The step directory `path` names: itself if it holds a manifest, else root/latest's target, else
-// root's newest step directory with a manifest.
-inline std::filesystem::path ckpt_resolve(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec))
-    throw checkpoint_error("weft::load_checkpoint: " + path.string() + " does not exist or is not a directory");
-  if (std::filesystem::exists(path / "manifest.json", ec)) return path;
-  if (std::filesystem::exists(path / "latest", ec)) {
-    std::string name = ckpt_read_small(path / "latest");
-    while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    if (step_of_dir_name(name) < 0)
-      throw checkpoint_error("weft::load_checkpoint: " + (path / "latest").string() + " holds '" + name +
-                             "', not the name of a step directory");
-    return path / name;
-  }
-  long long best = -1;
-  for (const auto& e : std::filesystem::directory_iterator(path, ec)) {
-    const long long s = step_of_dir_name(e.path().filename().string());
-    if (s > best && std::filesystem::exists(e.path() / "manifest.json", ec)) best = s;
-  }
-  if (best < 0)
-    throw checkpoint_error("weft::load_checkpoint: " + path.string() +
-                           " holds no checkpoint (no manifest.json, no 'latest', no step-* directory with a manifest)");
-  return path / step_dir_name(static_cast<std::uint64_t>(best));
-}
-
 }  // namespace detail
 
 /// Saves the checkpoint of `step` (a distributed_step over `world`, any strategy) into
@@ -211,53 +163,10 @@ std::filesystem::path save_checkpoint(distributed_step<Plan, Comm>& step, Comm& 
   const auto& scaler = step.inner().loss_scale_state();  // the same on every rank (a collective verdict)
   cs.loss_scale = scaler.active() ? scaler.scale() : 0.0;
   cs.loss_scale_good_steps = scaler.good_steps();
-  const fs::path final_dir = root / detail::step_dir_name(n);
-  const fs::path tmp = root / ("." + detail::step_dir_name(n) + ".tmp");
-
-  // 1. Rank 0: a fresh temporary directory.
-  detail::ckpt_agree(world, world.rank() != 0 ? std::string() : detail::ckpt_try([&] {
-    std::error_code ec;
-    fs::create_directories(root, ec);
-    if (ec) throw checkpoint_error("weft::save_checkpoint: cannot create " + root.string() + " (" + ec.message() + ")");
-    fs::remove_all(tmp, ec);  // a crashed save of the same step
-    if (!fs::create_directory(tmp, ec) || ec)
-      throw checkpoint_error("weft::save_checkpoint: cannot create " + tmp.string() + " (" + ec.message() + ")");
-  }));
-  // 2. Every rank: its slices of the files; rank 0 the headers, config.json, the manifest last.
-  detail::ckpt_write_files<logical>(world, detail::ckpt_local_of(step), tmp, n, cs,
-                                 detail::ckpt_strategy_text<Plan>(step.dp_size(), static_cast<std::size_t>(world.size())));
-  // 3. Rank 0: the directory renamed into place, then `latest`, then rotation.
-  detail::ckpt_agree(world, world.rank() != 0 ? std::string() : detail::ckpt_try([&] {
-    std::error_code ec;
-    fs::path old;
-    if (fs::exists(final_dir, ec)) {  // a save of the same step again: swap, then drop the old one
-      old = root / ("." + detail::step_dir_name(n) + ".old");
-      fs::remove_all(old, ec);
-      if (::rename(final_dir.c_str(), old.c_str()) != 0)
-        throw checkpoint_error("weft::save_checkpoint: cannot move " + final_dir.string() + " aside: " + std::strerror(errno));
-    }
-    if (::rename(tmp.c_str(), final_dir.c_str()) != 0)
-      throw checkpoint_error("weft::save_checkpoint: cannot rename " + tmp.string() + " to " + final_dir.string() + ": " +
-                             std::strerror(errno));
-    detail::ckpt_sync_dir(root);
-    detail::ckpt_write_small(root, "latest", detail::step_dir_name(n) + "\n");
-    if (!old.empty()) fs::remove_all(old, ec);
-    // Rotation: the newest keep_last step directories stay; leftovers of crashed saves go.
-    std::vector<std::pair<long long, fs::path>> steps;
-    std::vector<fs::path> stale;
-    for (const auto& e : fs::directory_iterator(root, ec)) {
-      const std::string name = e.path().filename().string();
-      if (const long long s = detail::step_of_dir_name(name); s >= 0) steps.emplace_back(s, e.path());
-      else if (name.size() > 5 && name.compare(0, 6, ".step-") == 0 && e.path() != tmp) stale.push_back(e.path());
-    }
-    for (const auto& p : stale) fs::remove_all(p, ec);
-    if (opt.keep_last > 0 && steps.size() > opt.keep_last) {
-      std::sort(steps.begin(), steps.end());
-      for (std::size_t k = 0; k + opt.keep_last < steps.size(); ++k)
-        if (steps[k].second != final_dir) fs::remove_all(steps[k].second, ec);
-    }
-  }));
-  return final_dir;
+  return detail::ckpt_save_step_dir(world, root, n, opt, [&](const fs::path& tmp) {
+    detail::ckpt_write_files<logical>(world, detail::ckpt_local_of(step), tmp, n, cs,
+                                      detail::ckpt_strategy_text<Plan>(step.dp_size(), static_cast<std::size_t>(world.size())));
+  });
 }
 
 /// Restores `step` (any strategy, any world size) from the checkpoint at `path` — a step

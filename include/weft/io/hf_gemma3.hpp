@@ -215,8 +215,10 @@ template <class Plan>
 void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path) {
   using M = detail::structured_model_t<Plan>;
   if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_gemma3_config<M>(config);
+  const std::int64_t pad = detail::hf_padding_token<M::vocab_size>(path);  // nn.Embedding's padding_idx
   detail::hf_load_parts(st, path, [](const param_info& p) { return detail::hf_gemma3_parts<M>(p); }, "gemma3",
                         detail::hf_llama_buffer{}, "");
+  st.set_padding_token(pad);
 }
 
 /// Writes a gemma3<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the names
@@ -257,6 +259,7 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
   constexpr double factor = detail::hf_gemma3_linear_factor<M>();
   static_assert(factor >= 0, "weft::save_hf_weights: this gemma3's rope_scaling is not linear; Gemma 3 configs describe linear scaling only.");
   if constexpr (factor > 0) c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
+  if (st.padding_token() >= 0) c["pad_token_id"] = st.padding_token();
   detail::hf_write_config(c, dir);
 }
 

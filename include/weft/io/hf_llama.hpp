@@ -340,6 +340,36 @@ void check_hf_llama() {
   static_assert(is_llama_family<hf_llama_model<Plan>>,
                 "weft::load_hf_weights/save_hf_weights: the model is not a llama<llama_config<…>> (the "
                 "Hugging Face LLaMA-family layout). Load gpt<> models with load_weights.");
+  if constexpr (is_llama_family<hf_llama_model<Plan>>) {
+    // q/k norms make the checkpoint a Qwen 3 one, and transformers' Qwen 3 (as its LLaMA) puts
+    // attention_bias on q, k, v and o_proj alike: only Qwen 2 has q/k/v biases without o_proj's
+    using Cfg = typename hf_llama_model<Plan>::config;
+    static constexpr bool no_qwen3_biases = !(Cfg::qk_normalised && Cfg::attention_bias);
+    static_assert(no_qwen3_biases,
+                  "weft::load_hf_weights/save_hf_weights: a llama with query_key_norm<> is a Qwen 3 checkpoint, and "
+                  "transformers' Qwen 3 with attention_bias has an o_proj bias too, which weft's llama does not have. "
+                  "Build it without qkv_bias<> (Qwen 3), or without query_key_norm<> (Qwen 2's q/k/v biases).");
+  }
+}
+
+// The pad_token_id of the config.json beside `path`, for a model of vocabulary V: the id, or -1
+// where there is no config.json, no pad_token_id or a null one. transformers builds the embedding
+// of LLaMA, Mistral, Qwen 2/3, Mixtral, Qwen3-MoE and Gemma 3 as nn.Embedding(vocab, width,
+// padding_idx=pad_token_id): that row gets no gradient from its lookups, and neither does weft's
+// once load_hf_weights gives the step the id (training_step::set_padding_token).
+template <std::size_t V>
+std::int64_t hf_padding_token(const std::filesystem::path& path) {
+  const std::filesystem::path file = hf_config_path(path);
+  if (file.empty()) return -1;
+  const io::detail::json j = hf_read_config(file);
+  if (!j.contains("pad_token_id") || j["pad_token_id"].is_null()) return -1;
+  const auto& v = j["pad_token_id"];
+  const std::string where = "weft::load_hf_weights: " + file.string() + ": pad_token_id is " + v.dump();
+  if (!v.is_number_integer()) throw checkpoint_error(where + ", not a token id");
+  const std::int64_t id = v.get<std::int64_t>();
+  if (id < 0 || id >= static_cast<std::int64_t>(V))
+    throw checkpoint_error(where + ", outside this model's vocabulary of " + std::to_string(V));
+  return id;
 }
 
 // ---- the shared loader and writer: a model's parameters as named parts ----
@@ -534,7 +564,9 @@ void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path)
   detail::check_hf_llama<Plan>();
   using M = detail::hf_llama_model<Plan>;
   if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_config<M>(config);
+  const std::int64_t pad = detail::hf_padding_token<M::vocab_size>(path);
   detail::hf_load_parts(st, path, [](const param_info& p) { return detail::hf_llama_parts<M>(p); }, "llama");
+  st.set_padding_token(pad);
 }
 
 /// Writes a llama<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the
@@ -555,6 +587,7 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
   io::detail::json c = detail::hf_llama_config_json<M, T>();
   c["architectures"] = {arch};
   c["model_type"] = type;
+  if (st.padding_token() >= 0) c["pad_token_id"] = st.padding_token();
   detail::hf_write_config(c, dir);
 }
 

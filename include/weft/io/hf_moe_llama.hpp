@@ -34,13 +34,15 @@
 // norm_topk_prob (true), decoder_sparse_step (1) and mlp_only_layers (empty), no shared expert, then
 // io/hf_llama.hpp's llama fields; then every tensor, before it writes a parameter.
 // router_aux_loss_coef is a training weight, not part of the function, and is not checked; saving
-// writes weft's aux weight / K (weft's load-balancing loss is transformers' divided by K).
+// writes weft's aux weight / K (weft's load-balancing loss is transformers' divided by K). The
+// coefficient means transformers' pooled loss: build the moe_mlp with pooled_aux_loss for it
+// (model/moe.hpp, docs/moe.md). pad_token_id is read and written (nn.Embedding's padding_idx).
 #include "weft/exec/training_step.hpp"  // training_step
 #include "weft/io/checkpoint.hpp"       // checkpoint_error
 #include "weft/io/checkpoint_model.hpp" // structured_model_t
+#include "weft/io/hf_config.hpp"         // hf_expert_count: num_local_experts or num_experts
 #include "weft/io/hf_llama.hpp"         // hf_tensor_part, hf_llama_parts, hf_load_parts, hf_save_parts, check_hf_llama_fields
 #include "weft/io/json.hpp"             // json
-#include "weft/io/hf_config.hpp"         // hf_expert_count: num_local_experts or num_experts
 
 #include <cstddef>
 #include <cstdint>
@@ -180,7 +182,9 @@ void load_hf_weights(training_step<Plan>& st, const std::filesystem::path& path)
   detail::check_hf_moe_llama<Plan>();
   using M = detail::structured_model_t<Plan>;
   if (const auto config = detail::hf_config_path(path); !config.empty()) detail::check_hf_moe_llama_config<M>(config);
+  const std::int64_t pad = detail::hf_padding_token<M::vocab_size>(path);  // nn.Embedding's padding_idx
   detail::hf_load_parts(st, path, [](const param_info& p) { return detail::hf_moe_llama_parts<M>(p); }, "llama");
+  st.set_padding_token(pad);
 }
 
 /// Writes a moe_llama<…> step's weights as a Hugging Face checkpoint: dir/model.safetensors (the
@@ -213,6 +217,7 @@ void save_hf_weights(const training_step<Plan>& st, const std::filesystem::path&
   c["output_router_logits"] = false;
   // MixtralConfig's default window is 4096: say there is none
   if constexpr (Cfg::sliding_window == 0) c["sliding_window"] = nullptr;
+  if (st.padding_token() >= 0) c["pad_token_id"] = st.padding_token();
   detail::hf_write_config(c, dir);
 }
 

@@ -124,6 +124,9 @@ struct frame {
   /// inherit it; 0 outside a stack. Layers whose form varies by depth read it
   /// (local_global_attention: Gemma 3's local and global layers).
   std::size_t layer = 0;
+  /// A token id whose embedding row gets no gradient from its lookups (torch's nn.Embedding
+  /// padding_idx: a Hugging Face config's pad_token_id, training_step::set_padding_token); -1: none.
+  std::int64_t padding_token = -1;
 
   /// Element offset of this layer's parameter block in the model's block (carried, not
   /// computed from addresses: a windowed block's parameters are not at root_params + offset).
@@ -177,6 +180,7 @@ struct frame {
     f.poff = poff;
     f.window = window;
     f.layer = layer;
+    f.padding_token = padding_token;
     return f;
   }
 };

@@ -10,7 +10,11 @@
 //              (option swiglu_experts), run as grouped matrix products (ops/grouped_matmul.hpp)
 //   combine    out[n] = sum_k gate[n, k] · expert_k(x[n])  (+ shared_expert(x[n]) if given)
 //   aux loss   alpha · E · sum_e f_e · P_e (Switch), added to the training loss through the
-//              backward (model/aux_loss.hpp says how its value is reported and weighted)
+//              backward (model/aux_loss.hpp says how its value is reported and weighted):
+//              f_e the fraction of the N·k routed slots that go to expert e, P_e the mean router
+//              probability of e over the N tokens. By default each layer adds its own (a model's
+//              loss is the sum over its layers); with pooled_aux_loss the model adds one, of f and P
+//              pooled over all its pooled layers' L·N tokens (transformers' form; docs/moe.md)
 // Parameters (stacked per expert, as Hugging Face's fused-expert checkpoints keep them):
 //   gate.weight                 (expert, in)                      router
 //   experts.up_proj             (expert, ffn, in)                 GELU experts, or
@@ -41,9 +45,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace weft {
 
@@ -64,6 +71,16 @@ template <class L>
 struct shared_expert {
   using weft_moe_option_tag = void;
   using layer_type = L;
+};
+/// The load-balancing loss in transformers' form (Mixtral's and Qwen3-MoE's load_balancing_loss_func,
+/// output_router_logits=True): ONE loss per micro-batch, alpha · E · sum_e F_e · P_e with F_e the
+/// fraction of all pooled layers' routed slots that go to expert e and P_e the mean probability
+/// of e over all their tokens, in place of one such loss per layer summed. With transformers'
+/// router_aux_loss_coef c, alpha = c · k (transformers counts slots per token, not per slot).
+/// Needs each micro-batch's forwards of all its layers before their backwards in one process
+/// (model/aux_loss.hpp, pooled_routing): not under pipeline parallelism or expert parallelism.
+struct pooled_aux_loss {
+  using weft_moe_option_tag = void;
 };
 /// The load-balancing loss weight alpha = Num / Den (default 1 / 100, as Switch and Mixtral).
 /// aux_loss_weight<0> turns the auxiliary loss off.
@@ -125,7 +142,7 @@ using moe_params_swiglu = param_list<param<"gate.weight", shape<axis<"out", E>, 
 template <std::size_t C, std::size_t Experts, std::size_t TopK, std::size_t Ffn, class... Options>
 struct moe_mlp {
   static constexpr bool options_known = (detail::is_moe_option<Options> && ... && true);
-  static_assert(options_known, "weft::moe_mlp: an option is not a moe_mlp option. Use swiglu_experts, gelu_experts, shared_expert<L> or aux_loss_weight<N, D>.");
+  static_assert(options_known, "weft::moe_mlp: an option is not a moe_mlp option. Use swiglu_experts, gelu_experts, shared_expert<L>, aux_loss_weight<N, D> or pooled_aux_loss.");
   static constexpr bool sizes_positive = diag::at_least<C, 1> && diag::at_least<Experts, 1> && diag::at_least<TopK, 1> && diag::at_least<Ffn, 1>;
   static_assert(sizes_positive, "weft::moe_mlp: a size is 0. Give the width, experts, top-k and ffn as at least 1.");
   static constexpr bool topk_fits = diag::at_most<TopK, Experts>;
@@ -136,6 +153,8 @@ struct moe_mlp {
   static constexpr std::size_t expert_in = swiglu ? 2 * Ffn : Ffn;  ///< rows of a first expert matrix
   using aux_weight = typename detail::find_option<detail::is_aux_weight, aux_loss_weight<10>, Options...>::type;
   static constexpr double aux_alpha = aux_weight::value;
+  /// The load-balancing loss pooled over the model's layers (pooled_aux_loss), else per layer.
+  static constexpr bool pooled_aux = (std::is_same_v<Options, pooled_aux_loss> || ... || false);
   using shared_option = typename detail::find_option<detail::is_shared_expert, void, Options...>::type;
   static constexpr bool has_shared = !std::is_void_v<shared_option>;
   using shared_type = typename std::conditional_t<has_shared, shared_option, shared_expert<detail::no_shared_expert>>::layer_type;
@@ -226,6 +245,16 @@ struct moe_mlp {
                                        linear_weight<C, Experts>(f, f.params + gate_offset), ops::none);
     ops::topk_router_forward<N, Experts, TopK>(f.ctx, view<N, Experts>(f, probs), view<N, TopK>(f, gates),
                                                view<N, TopK>(f, ch), view<N, Experts>(f, probs));
+    static_assert(!pooled_aux || host_execution_context<typename Fr::context_type>,
+                  "weft::moe_mlp: pooled_aux_loss reads the routing on the host. Run it on the host, or drop pooled_aux_loss.");
+    if constexpr (pooled_aux && aux_alpha > 0)
+      if (f.grads) {  // a forward that a backward follows: this layer's routing statistics
+        std::vector<double> counts(Experts, 0.0), prob_sums(Experts, 0.0);
+        for (std::size_t i = 0; i < N * TopK; ++i) counts[static_cast<std::size_t>(ch[i])] += 1.0;
+        for (std::size_t n = 0; n < N; ++n)
+          for (std::size_t e = 0; e < Experts; ++e) prob_sums[e] += static_cast<double>(probs[n * Experts + e]);
+        aux_losses().pooled.set(f.param_offset(), std::move(counts), std::move(prob_sums), double(N), double(N * TopK));
+      }
     ops::moe_dispatch_plan<N, Experts, TopK>(f.ctx, offs, view<R>(f, slot), view<R>(f, token), view<N, TopK>(f, ch));
     // experts over the grouped rows
     T* xe = f.scratch;  // (R, C)
@@ -296,7 +325,9 @@ struct moe_mlp {
     // is aux_losses().gradient_scale); its value is reported to the meter
     ops::topk_router_backward<N, Experts, TopK>(f.ctx, view<N, Experts>(f, dlogits), view<N, TopK>(f, dgates),
                                                 view<N, Experts>(f, probs), view<N, TopK>(f, gates), view<N, TopK>(f, ch));
-    if constexpr (aux_alpha > 0) {
+    if constexpr (aux_alpha > 0 && pooled_aux) {
+      pooled_aux_backward<N>(dlogits, probs, f.param_offset());
+    } else if constexpr (aux_alpha > 0) {
       auto& meter = aux_losses();
       const double aux = ops::load_balance_loss<N, Experts, TopK>(
           f.ctx, view<N, Experts>(f, meter.gradient_scale != 0 ? dlogits : nullptr), view<N, Experts>(f, probs),
@@ -309,6 +340,39 @@ struct moe_mlp {
   }
 
  private:
+  // The pooled form's backward of this layer (pooled_aux_loss): with F_e and P_e pooled over the
+  // micro-batch's layers (rows N_all, slots S_all), aux = alpha E sum_e F_e P_e, and
+  // d aux / d p[n, e] = alpha E F_e / N_all for this layer's probabilities (F held constant, as
+  // transformers' histogram of the top-k choices); the first backward of the micro-batch reports
+  // the value.
+  template <std::size_t N, class T>
+  static void pooled_aux_backward(T* dlogits, const T* probs, std::size_t key) {
+    auto& meter = aux_losses();
+    pooled_routing& pr = meter.pooled;
+    if (!pr.layers.contains(key))
+      throw std::logic_error("weft::moe_mlp: pooled_aux_loss: a backward without its forward's routing statistics (the "
+                             "pooled load-balancing loss needs every layer's forward of a micro-batch first, in one process)");
+    const pooled_routing::totals t = pr.pooled();
+    const double ae = aux_alpha * static_cast<double>(Experts);
+    if (pr.none_done()) {
+      double aux = 0;
+      for (std::size_t e = 0; e < Experts; ++e) aux += t.counts[e] / t.slots * (t.prob_sums[e] / t.rows);
+      meter.record(ae * aux);
+    }
+    if (meter.gradient_scale != 0) {
+      double c[Experts];
+      for (std::size_t e = 0; e < Experts; ++e) c[e] = meter.gradient_scale * ae * t.counts[e] / t.slots / t.rows;
+      for (std::size_t n = 0; n < N; ++n) {
+        const T* p = probs + n * Experts;
+        double pc = 0;
+        for (std::size_t e = 0; e < Experts; ++e) pc += static_cast<double>(p[e]) * c[e];
+        for (std::size_t e = 0; e < Experts; ++e)
+          dlogits[n * Experts + e] += static_cast<T>(static_cast<double>(p[e]) * (c[e] - pc));
+      }
+    }
+    pr.finish(key);
+  }
+
   template <class Fr>
   static std::int32_t* choices(const Fr& f) {
     // the int32 routing lives in the kept block's element slots (see the top of the file)

@@ -49,6 +49,8 @@ struct moe_expert_parallel {
   static constexpr bool divisible = detail::experts_divisible_by_ep<E, EP>;
   static_assert(divisible, "weft::moe_expert_parallel: the number of experts is not divisible by the expert-parallel size. Choose an ep that divides the experts.");
   static constexpr std::size_t El = divisible ? E / EP : 1;  ///< experts per rank
+  static constexpr bool per_layer_aux = !Moe::pooled_aux;
+  static_assert(per_layer_aux, "weft::moe_expert_parallel: pooled_aux_loss (transformers' pooled load-balancing loss) is not supported under expert parallelism. Build the moe_mlp without pooled_aux_loss (one loss per layer).");
   using shared_type = typename Moe::shared_type;
   static constexpr bool has_shared = Moe::has_shared;
 

@@ -5,10 +5,13 @@
 #include "weft/ops/embedding.hpp"  // embedding_forward/backward
 
 #include <cstddef>
+#include <cstdint>
+#include <stdexcept>
 
 namespace weft {
 
 /// Looks up each token id in a (vocab, width) table. Vocabulary-parallel under tensor parallelism.
+/// A frame's padding_token (training_step::set_padding_token) gets no gradient from its lookups.
 template <std::size_t V, std::size_t C>
 struct token_embedding
     : leaf_layer<param_list<param<"weight", shape<axis<"vocab", V>, axis<"width", C>>, role::vocab, init::normal<20>>>> {
@@ -28,9 +31,25 @@ struct token_embedding
   template <class F>
   static void backward(const F& f, const typename F::value_type*, const typename F::value_type* dout,
                        typename F::value_type* /*din*/) {
-    if (f.grads)
+    if (!f.grads) return;
+    if (f.padding_token < 0) {
       ops::embedding_backward<F::rows, V, C>(f.ctx, view<V, C>(f, f.grads), view<F::rows, C>(f, dout),
                                              view<F::rows>(f, f.tokens));
+    } else if constexpr (host_execution_context<typename F::context_type>) {
+      // torch's padding_idx: the lookups of the padding token add nothing to its row (a tied
+      // head still adds its own gradient to it)
+      using T = typename F::value_type;
+      for (std::size_t r = 0; r < F::rows; ++r) {
+        const std::int32_t t = f.tokens[r];
+        if (t == f.padding_token) continue;
+        T* g = f.grads + static_cast<std::size_t>(t) * C;
+        const T* d = dout + r * C;
+        for (std::size_t c = 0; c < C; ++c) g[c] = T(ops::compute_t<T>(g[c]) + ops::compute_t<T>(d[c]));
+      }
+    } else {
+      throw std::logic_error("weft::token_embedding: a padding token (training_step::set_padding_token) is supported on "
+                             "the host only");
+    }
   }
 };
 
