@@ -5,6 +5,14 @@
 // pipeline's micro-batches, or the gradient-accumulation count). After several steps the loss
 // and the gradient norm of every step must agree on every rank. An unknown preset, model or
 // dtype ends the run with one line and status 2 (no fallback to a default strategy).
+// The step is also held to the plan its preset names, read from the name itself ("tp2-sp-pp2":
+// tp 2, pp 2, data parallelism over the rest of the world), never from the step under test:
+// each rank's mesh coordinates (strategy.hpp's rank order), the data-parallel size and shard, the
+// ZeRO stage a name gives, and the parameters the rank holds (the planner's memory model for its
+// stage: plan<>::memory::stage). The data layout (this rank's rows, the replicas the reference
+// runs) comes from that plan too, so a step that silently fell back to plain data parallelism
+// fails. `tp2-control-dp` is that fallback on purpose (a tp2 plan, a plain data-parallel step):
+// a negative control that must fail (mpi.failure.entry_equivalence_fallback_control).
 //   mpirun -np N mpi_entry_equivalence <preset> <gpt|llama|llama-variant|gemma-like|neox|gemma3> <f64|f32> [steps]
 //   mpirun -np 1 mpi_entry_equivalence --list
 #include "mpi_check.hpp"  // WEFT_CHECK, finish
@@ -14,6 +22,7 @@
 #include <weft/parallel.hpp>
 #include <weft/exec/distributed_step.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -103,18 +112,81 @@ template <class Schedule, class... Extra>
 using tp_sp_pp_s = strategy<mesh<axis<"dp">, axis<"tp", 2>, axis<"pp", 2>>, tensor_parallel<"tp", sequence_parallel>,
                             pipeline<"pp", Schedule, microbatches<4>>, data_parallel<"dp", zero<1>>, Extra...>;
 
-template <class Model, class T, class Strategy>
+// ---- the plan a preset's name states: "tp<N>", "pp<N>", "zero<N>" between dashes ----
+struct named_plan {
+  std::size_t tp = 1, pp = 1;
+  long zero = -1;  // -1: the name does not say
+};
+named_plan plan_from_name(std::string_view name) {
+  named_plan e;
+  for (std::size_t b = 0; b <= name.size();) {
+    const std::size_t end = std::min(name.find('-', b), name.size());
+    const std::string_view token = name.substr(b, end - b);
+    const auto number_after = [&](std::string_view prefix) -> long {
+      if (token.size() <= prefix.size() || token.substr(0, prefix.size()) != prefix) return -1;
+      long v = 0;
+      for (const char c : token.substr(prefix.size())) {
+        if (c < '0' || c > '9') return -1;
+        v = v * 10 + (c - '0');
+      }
+      return v;
+    };
+    if (const long v = number_after("tp"); v > 0) e.tp = static_cast<std::size_t>(v);
+    else if (const long v = number_after("pp"); v > 0) e.pp = static_cast<std::size_t>(v);
+    else if (const long v = number_after("zero"); v >= 0) e.zero = v;
+    b = end + 1;
+  }
+  return e;
+}
+
+// One check of the step against the plan; a mismatch is one line naming both numbers.
+void agree(const std::string& name, const char* what, std::size_t got, std::size_t planned, int line) {
+  const std::string text = name + ": " + what + " = " + std::to_string(got) + ", the plan says " + std::to_string(planned);
+  test::check(got == planned, text.c_str(), __FILE__, line);
+}
+
+// `StepStrategy` is what the step is built from: `Strategy` itself, except in the negative
+// control (a plain data-parallel step under a plan that names another strategy).
+template <class Model, class T, class Strategy, class StepStrategy = Strategy>
 void run(mpi_communicator& world, const std::string& name, std::size_t steps, double tol) {
   using P = plan_of<Model, T, Strategy>;
+  using SP = plan_of<Model, T, StepStrategy>;
   using R = plan<Model, batch<micro<B>, seq<S>>, precision<T>>;  // one process, no strategy
   train_options o;
   o.optimizer.lr = 1e-2f;
   o.schedule = {2, steps, 0.1f};
   o.grad_clip = 0.5f;  // small enough to clip: the sharded norm must be right
   constexpr std::size_t k = P::pp > 1 ? P::strategy_type::microbatches : K;
-  if constexpr (P::pp == 1) o.grad_accum = K;
-  auto step = make_training_step<P>(world, o);
-  const std::size_t dp = step.dp_size(), row0 = step.data_rank() * B;
+  if constexpr (SP::pp == 1) o.grad_accum = K;
+  auto step = make_training_step<SP>(world, o);
+
+  // ---- the plan, from the preset's name and the world size: never read from the step ----
+  const named_plan want = plan_from_name(name);
+  const std::size_t n = static_cast<std::size_t>(world.size()), r = static_cast<std::size_t>(world.rank());
+  agree(name, "the plan type's tp", P::tp, want.tp, __LINE__);  // the preset table builds what its name says
+  agree(name, "the plan type's pp", P::pp, want.pp, __LINE__);
+  agree(name, "ranks left over by tp x pp", n % (want.tp * want.pp), 0, __LINE__);
+  const std::size_t dp = std::max<std::size_t>(1, n / (want.tp * want.pp));
+  // strategy.hpp's rank order: tensor-parallel ranks adjacent, then data-parallel, then pipeline
+  const std::size_t t = r % want.tp, d = r / want.tp % dp, stage = r / (want.tp * dp);
+  const rank_coords c = step.coords();
+  agree(name, "tensor-parallel index", c.tp(), t, __LINE__);
+  agree(name, "data-parallel index", c.dp(), d, __LINE__);
+  agree(name, "pipeline stage", c.pp(), stage, __LINE__);
+  agree(name, "data-parallel size", step.dp_size(), dp, __LINE__);
+  agree(name, "data shards", step.data_shards(), dp, __LINE__);
+  agree(name, "data shard", step.data_rank(), d, __LINE__);
+  if (want.zero >= 0) agree(name, "ZeRO stage", step.inner().zero_stage, static_cast<std::size_t>(want.zero), __LINE__);
+  // The parameters this rank holds (its tp shard of its stage, before ZeRO) = the planner's count
+  // for the stage; and, whatever the planner says, fewer than the whole model exactly when the
+  // plan cuts the model.
+  const std::size_t held = detail::parameter_block_size_of(step.inner().local());
+  agree(name, "parameters on this rank", held, P::memory::stage(stage, dp).params, __LINE__);
+  agree(name, "whole model on this rank (1 = yes)", held == P::global_param_count,
+        want.tp * want.pp == 1 ? 1 : 0, __LINE__);
+  // ZeRO's shard of them: dp contiguous runs, the first held % dp one longer
+  agree(name, "ZeRO shard of this rank", step.inner().shard_size(), held / dp + (d < held % dp ? 1 : 0), __LINE__);
+  const std::size_t row0 = d * B;  // this replica's rows of each micro-batch, by the plan
 
   train_options ro = o;
   ro.grad_accum = k * dp;  // the reference sees every data-parallel replica's micro-batches
@@ -197,6 +269,8 @@ bool dispatch_all(mpi_communicator& world, std::string_view p, std::size_t steps
     run<Model<4>, T, tp_sp_pp_s<interleaved<2>, recompute<selective>>>(world, n, steps, tol);
   else if (p == "zero3-flash")
     run<Model<4>, T, strategy<mesh<axis<"dp">>, data_parallel<"dp", zero<3>>, flash_attention>>(world, n, steps, tol);
+  // negative control (not in --list): the tp2 plan, run by a plain data-parallel step; must fail
+  else if (p == "tp2-control-dp") run<Model<4>, T, tp_s<2, false>, dp_s<0>>(world, n, steps, tol);
   else return false;
   return true;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // A minimal CHECK for tests under mpirun: each failure prints one line naming the rank,
-// and `finish` agrees on the total so that every rank exits with the same status.
+// and `finish` agrees on the total so that every rank exits with the same status (a failure
+// when any check failed, and when no check ran at all).
 // (Catch2 under mpirun would print N interleaved reports.)
 #include "weft/comm/check.hpp"  // collective_check
 #include "weft/comm/mpi.hpp"    // mpi_communicator, mpi::world
@@ -26,10 +27,17 @@ inline void check(bool ok, const char* expr, const char* file, int line) {
     std::fprintf(stderr, "rank %d: %s:%d: CHECK failed: %s\n", world_rank, file, line, expr);
 }
 
-/// Collective: returns the exit status of the test program (0 iff no rank failed).
+/// Collective: returns the exit status of the test program: 0 iff no rank failed a check and
+/// the ranks together counted at least one (a program that checked nothing tested nothing: it
+/// fails with one line, so that a preset or a loop that silently ran zero times cannot pass).
 inline int finish(mpi_communicator& world, const char* name) {
   std::int64_t totals[2] = {failures, checks};
   world.all_reduce(std::span{totals}, reduce_op::sum);
+  if (totals[1] == 0) {
+    if (world.rank() == 0)
+      std::fprintf(stderr, "%s (np=%d): no check ran on any rank: nothing was tested\n", name, world.size());
+    return 1;
+  }
   if (world.rank() == 0)
     std::printf("%s (np=%d): %lld of %lld checks failed\n", name, world.size(),
                 static_cast<long long>(totals[0]), static_cast<long long>(totals[1]));
