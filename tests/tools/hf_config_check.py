@@ -41,8 +41,8 @@ EXPECTED = {
     "qwen2_window": f"llama<llama_config<{SMALL}, ffn<48>, rope_theta<20000>, sliding_window<128>, qkv_bias<>, norm_eps<1e-06>>>",
     "qwen3": f"llama<llama_config<{SMALL}, ffn<48>, head_dim<16>, rope_theta<1000000>, query_key_norm<>, norm_eps<1e-06>>>",
     "qwen3_moe": f"moe_llama<llama_config<{SMALL}, head_dim<16>, rope_theta<1000000>, query_key_norm<>, norm_eps<1e-06>>, "
-                 "moe_mlp<32, 4, 2, 24, swiglu_experts, aux_loss_weight<2>>>",
-    "mixtral": f"moe_llama<llama_config<{SMALL}, rope_theta<1000000>>, moe_mlp<32, 4, 2, 48, swiglu_experts, aux_loss_weight<2>>>",
+                 "moe_mlp<32, 4, 2, 24, swiglu_experts, aux_loss_weight<2>, pooled_aux_loss>>",
+    "mixtral": f"moe_llama<llama_config<{SMALL}, rope_theta<1000000>>, moe_mlp<32, 4, 2, 48, swiglu_experts, aux_loss_weight<2>, pooled_aux_loss>>",
     "gpt2": "gpt<gpt_config<vocab<64>, context<128>, width<32>, heads<4>, depth<2>>>",
     "gpt_neox": "gpt_neox<neox_config<vocab<64>, context<256>, width<32>, heads<4>, depth<2>, rope_theta<20000>, rotary_pct<0.5>>>",
     "gemma3_text": f"gemma3<gemma3_config<{GEMMA}, rope_scaling<linear_rope_scaling<8>>>>",

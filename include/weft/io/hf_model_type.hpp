@@ -11,7 +11,7 @@
 //                                               [, qkv_bias<>][, query_key_norm<>][, tie_word_embeddings<>]
 //                                               [, norm_eps<…>]>>
 //   mixtral, qwen3_moe      moe_llama<llama_config<… as above, without ffn<…>; qwen3_moe: query_key_norm<>>,
-//                                     moe_mlp<width, experts, top-k, expert ffn, swiglu_experts[, aux_loss_weight<…>]>>
+//                                     moe_mlp<width, experts, top-k, expert ffn, swiglu_experts[, aux_loss_weight<…>], pooled_aux_loss>>
 //   gpt2                    gpt<gpt_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
 //                                           [, norm_eps<…>]>>
 //   gpt_neox                gpt_neox<neox_config<vocab<…>, context<…>, width<…>, heads<…>, depth<…>[, ffn<…>]
@@ -112,9 +112,10 @@ class hf_config_reader {
 
 inline std::string tag(const char* name, std::uint64_t v) { return std::string(name) + "<" + std::to_string(v) + ">"; }
 
-// The moe_mlp of a mixtral or qwen3_moe config: moe_mlp<width, E, K, F, swiglu_experts[, aux_loss_weight<…>]>.
+// The moe_mlp of a mixtral or qwen3_moe config: moe_mlp<width, E, K, F, swiglu_experts[, aux_loss_weight<…>], pooled_aux_loss>.
 // transformers' router_aux_loss_coef weighs a loss K times weft's (ops/topk_router.hpp), so weft's
-// weight is coef · K (weft's default 0.01 is left out).
+// weight is coef · K (weft's default 0.01 is left out); the loss is transformers' one pooled over
+// the layers (pooled_aux_loss, docs/moe.md), not weft's default sum of per-layer losses.
 inline std::string hf_moe_mlp_type(const hf_config_reader& c, const std::string& model_type, std::uint64_t width) {
   const bool qwen = model_type == "qwen3_moe";
   std::string experts_field;
@@ -156,7 +157,7 @@ inline std::string hf_moe_mlp_type(const hf_config_reader& c, const std::string&
     if (num * 100 != den)  // weft's default, 1 / 100
       t += ", aux_loss_weight<" + std::to_string(num) + (den == 1000 ? "" : ", " + std::to_string(den)) + ">";
   }
-  return t + ">";
+  return t + ", pooled_aux_loss>";
 }
 
 inline std::string hf_llama_type(const hf_config_reader& c, const std::string& model_type) {
