@@ -15,6 +15,7 @@ if(WEFT_ENABLE_TESTS)
   add_test(NAME demo.moe
            COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:moe>|--steps|1000|--eval-every|500|--expect-val-loss|2.3"
                    "-DEXPECT=loss goal: .* \\(met\\)" -P ${PROJECT_SOURCE_DIR}/cmake/run_expect.cmake)
-  set_tests_properties(demo.moe PROPERTIES LABELS demo TIMEOUT 900
+  # COST: one of the suite's longest runs, started first by `ctest -j` (tests/CMakeLists.txt).
+  set_tests_properties(demo.moe PROPERTIES LABELS demo TIMEOUT 900 COST 900
                        ENVIRONMENT "OMP_NUM_THREADS=1;OPENBLAS_NUM_THREADS=1")
 endif()

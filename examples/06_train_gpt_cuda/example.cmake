@@ -1,6 +1,7 @@
 # train_gpt_cuda: the GPT of 01_train_gpt on one GPU (training_step<Plan, cuda_context>).
-# Built where nvcc and the CUDA libraries are found, for the configured architectures (90a;80 by
-# default); it needs a device to run and exits 77 without one (CTest: Skipped).
+# Built where nvcc and the CUDA libraries are found, for the configured architectures (90a in
+# weft's own build, 90a;80 as a subproject); it needs a device to run and exits 77 without one
+# (CTest: Skipped).
 if(CMAKE_CUDA_COMPILER AND TARGET weft::cuda)
   add_executable(train_gpt_cuda ${CMAKE_CURRENT_LIST_DIR}/train_gpt_cuda.cu)
   target_link_libraries(train_gpt_cuda PRIVATE weft::cuda)

@@ -1,5 +1,5 @@
 # NCCL: the bootstrap runs under mpirun without a GPU (label mpi); the communicator on one GPU
-# (label gpu) is compiled for sm_90a and sm_80 here and skipped (status 77) without a device.
+# (label gpu) is compiled for the configured architectures and skipped (status 77) without a device.
 if(TARGET weft::nccl)
   if(TARGET weft::mpi)
     add_executable(mpi_nccl_bootstrap ${CMAKE_CURRENT_SOURCE_DIR}/comm/nccl_bootstrap.cpp)
@@ -14,7 +14,7 @@ if(TARGET weft::nccl)
   endif()
   add_executable(cuda_nccl_world ${CMAKE_CURRENT_SOURCE_DIR}/comm/test_nccl_world.cu)
   target_link_libraries(cuda_nccl_world PRIVATE weft::nccl)
-  set_target_properties(cuda_nccl_world PROPERTIES CUDA_STANDARD 20 CUDA_ARCHITECTURES "90a;80")
+  set_target_properties(cuda_nccl_world PROPERTIES CUDA_STANDARD 20)
   add_test(NAME gpu.nccl_world_of_one COMMAND cuda_nccl_world)
   set_tests_properties(gpu.nccl_world_of_one PROPERTIES LABELS gpu SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
@@ -23,7 +23,7 @@ if(TARGET weft::cuda AND TARGET weft::mpi)
   add_executable(cuda_gpu_shared_dp ${CMAKE_CURRENT_SOURCE_DIR}/comm/test_gpu_shared_dp.cu)
   target_link_libraries(cuda_gpu_shared_dp PRIVATE weft::cuda weft::mpi)
   target_compile_definitions(cuda_gpu_shared_dp PRIVATE WEFT_PORTABLE_GEMM)
-  set_target_properties(cuda_gpu_shared_dp PROPERTIES CUDA_STANDARD 20 CUDA_ARCHITECTURES "90a;80")
+  set_target_properties(cuda_gpu_shared_dp PROPERTIES CUDA_STANDARD 20)
   add_test(NAME gpu.shared_gpu_dp.np2
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 ${MPIEXEC_PREFLAGS}
                    $<TARGET_FILE:cuda_gpu_shared_dp> ${MPIEXEC_POSTFLAGS})
