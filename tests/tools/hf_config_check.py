@@ -12,7 +12,8 @@ rope_local_base_freq, num_experts).
       misreads it (the default base, no scaling, the default fraction, another expert count);
   (c) a field weft cannot find or read (an unknown rope field, a non-object rope_parameters, a
       non-number, the two spellings disagreeing, a llama3 scaling without a factor, a flat
-      rope_parameters for Gemma 3, scaling on its sliding layers, a missing expert count) is
+      rope_parameters for Gemma 3, scaling on its sliding layers, a missing expert count, Gemma's
+      use_bidirectional_attention) is
       refused in one line naming it, by hf_model_type and by the load check alike.
 
   hf_config_check.py <hf_model_type binary> <hf_config_check binary> <scratch dir>
@@ -128,6 +129,8 @@ UNREADABLE = [
      True),
     ("no expert count", "qwen3_moe", [(("num_local_experts",), DELETE)], "\"num_local_experts\" (or the older \"num_experts\") is missing",
      False),
+    ("EmbeddingGemma's bidirectional attention", "gemma3_text", [(("use_bidirectional_attention",), True)],
+     "use_bidirectional_attention is true", True),
     ("a window on some layers only (layer_types)", "qwen2_window", [(("layer_types",), ["full_attention", "sliding_attention"])],
      "layer_types", True),
 ]

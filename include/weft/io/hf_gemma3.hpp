@@ -171,6 +171,9 @@ void check_hf_gemma3_config(const std::filesystem::path& file) {
     refuse("tie_word_embeddings is false", "a gemma3's head is tied to its embedding");
   if (j.contains("attention_bias") && j["attention_bias"].is_boolean() && j["attention_bias"].get<bool>())
     refuse("attention_bias is true", "a gemma3's projections have no biases");
+  if (j.contains("use_bidirectional_attention") && j["use_bidirectional_attention"].is_boolean() &&
+      j["use_bidirectional_attention"].get<bool>())
+    refuse("use_bidirectional_attention is true (EmbeddingGemma's attention)", "weft's gemma3 is causal");
   // the rotary settings of the global and the sliding layers (io/hf_config.hpp): rope_parameters'
   // full_attention and sliding_attention entries (transformers 5), or rope_theta, rope_scaling and
   // rope_local_base_freq (older files); a base given in neither is Gemma3TextConfig's default

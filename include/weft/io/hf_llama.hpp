@@ -27,8 +27,9 @@
 // (Mixtral and Qwen3-MoE, moe_llama<…>: io/hf_moe_llama.hpp, with the detail helpers below.)
 //
 // Loading first checks the config.json beside the weights, where there is one (the heads, head_dim,
-// rms_norm_eps, rope_theta, rope_scaling, sliding_window and hidden_act against the model's type:
-// what the tensors' shapes cannot show), then every tensor (present, shape, float dtype) before it
+// rms_norm_eps, the rotary settings in either spelling (io/hf_config.hpp: transformers 5's
+// rope_parameters or rope_theta / rope_scaling), sliding_window and hidden_act against the model's
+// type: what the tensors' shapes cannot show), then every tensor (present, shape, float dtype) before it
 // writes a parameter, so a file of another model leaves the step untouched, and names the fix
 // where there is one (a checkpoint without lm_head.weight ties its head: tie_word_embeddings<>). A file tensor the model has no
 // parameter for (a bias, a norm) is an error too: silently dropping weights would change the model.
@@ -221,8 +222,9 @@ template <class M>
 // Checks what config.json `j` says about the attention, norms and activation of llama-bodied model M
 // (llama<> or moe_llama<>): the sizes the tensors' shapes cannot tell apart (heads against head
 // size), rms_norm_eps, rope_theta and rope_scaling, the sliding window (as it acts on M's context)
-// and the activation. Throws a one-line checkpoint_error that names the tag to change; a field the
-// file lacks is not checked. model_type is the caller's to check.
+// and the activation. Throws a one-line checkpoint_error that names the tag to change; the rotary
+// settings the file lacks are transformers' defaults for its model_type, any other field it lacks
+// is not checked. model_type is the caller's to check.
 template <class M>
 void check_hf_llama_fields(const io::detail::json& j, const std::string& where) {
   using Cfg = typename M::config;

@@ -21,6 +21,13 @@
 //                                             [, rope_theta<…>][, rope_local_base_freq<…>]
 //                                             [, rope_scaling<linear_rope_scaling<…>>][, norm_eps<…>]>>
 //
+// The rotary settings and Qwen3-MoE's expert count are read in transformers 5's spelling
+// (rope_parameters, with GPT-NeoX's partial_rotary_factor and Gemma 3's per-layer-type entries;
+// num_local_experts) and the older one (rope_theta, rope_scaling, rotary_emb_base, rotary_pct,
+// rope_local_base_freq; num_experts) by io/hf_config.hpp, which the loaders' config checks share:
+// spellings that disagree, a rope field weft does not read or cannot interpret, are refused in one
+// line naming the field; a setting given in neither is transformers' default for the model type.
+//
 // The optional tags appear only where the config departs from the tag's default, so the text is
 // the shortest spelling of the type; the loaders (io/hf_llama.hpp, io/hf_moe_llama.hpp, io/hf_neox.hpp,
 // io/hf_gemma3.hpp, and load_weights for GPT-2) then accept the weights and their config.json. A config that describes something weft cannot build (another model
@@ -317,6 +324,8 @@ inline std::string hf_gemma3_type(const hf_config_reader& c) {
              "Gemma 3");
   if (!c.flag_or("tie_word_embeddings", true)) c.refuse("tie_word_embeddings is false; a gemma3's head is tied to its embedding");
   if (c.flag_or("attention_bias", false)) c.refuse("attention_bias is true; a gemma3's projections have no biases");
+  if (c.flag_or("use_bidirectional_attention", false))
+    c.refuse("use_bidirectional_attention is true (EmbeddingGemma's attention); weft's gemma3 is causal");
   if (const std::uint64_t s = c.count_or("query_pre_attn_scalar", 256); s != head_dim)
     c.refuse("query_pre_attn_scalar is " + std::to_string(s) + ", not head_dim " + std::to_string(head_dim) +
              "; weft's gemma3 scales attention scores by 1/sqrt(head_dim)");

@@ -122,7 +122,9 @@ inline bool hf_neox_buffer(const std::string& n) {
 // the heads (the shapes cannot tell them from the head size), the rotated part of each head, the
 // rotary base, the LayerNorm epsilon, and the architecture's switches weft has one answer to
 // (use_parallel_residual true, exact GELU, untied head, biases, no rope_scaling). Throws a one-line
-// checkpoint_error that names the tag to change; a field the file lacks is not checked.
+// checkpoint_error that names the tag to change; the rotary settings are read in either spelling
+// (io/hf_config.hpp), absent ones as GPTNeoXConfig's defaults; any other field the file lacks is not
+// checked.
 template <class M>
 void check_hf_neox_config(const std::filesystem::path& file) {
   using Cfg = typename M::config;
