@@ -176,8 +176,8 @@ inline std::string hf_rope_type_field(const hf_rope& r) {
 /// (-1: none given); `field` receives the name it was read from.
 inline double hf_expert_count(const io::detail::json& j, const std::string& where, bool qwen, std::string* field = nullptr) {
   hf_rope_value n;
-  for (const char* key : {"num_local_experts", "num_experts"})
-    if ((qwen || key[4] == 'l') && j.contains(key) && !j[key].is_null())
+  for (const std::string key : {"num_local_experts", "num_experts"})
+    if ((qwen || key == "num_local_experts") && j.contains(key) && !j[key].is_null())
       hf_rope_detail::take(n, hf_rope_detail::number_at(j[key], key, where), key, where);
   if (field != nullptr) *field = n.field;
   return n.found() ? n.value : -1;
