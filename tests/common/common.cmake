@@ -10,7 +10,7 @@ find_program(WEFT_PYTHON python3)
 set(WEFT_REFERENCE_SCRIPTS
     io/safetensors_crosscheck.py io/gpt2_checkpoint_crosscheck.py io/hf_llama_crosscheck.py io/hf_neox_crosscheck.py
     io/hf_moe_crosscheck.py io/hf_gemma3_crosscheck.py model/llama_reference.py train/reference_trainer.py
-    data/bpe_crosscheck.py io/hf_transformers_tier.py)
+    data/bpe_crosscheck.py io/hf_transformers_tier.py tools/hf_saved_config_check.py)
 if(WEFT_PYTHON)
   foreach(script IN LISTS WEFT_REFERENCE_SCRIPTS)
     get_filename_component(stem ${script} NAME_WE)
