@@ -20,7 +20,7 @@
  * SIGTERM, SIGINT or SIGUSR1 on any rank ends every rank after the same step, with a checkpoint
  * (--checkpoint) and status 0. Through the launcher, start long jobs with tools/weft-mpirun: it
  * turns its SIGTERM/SIGINT (a scheduler, Ctrl-C) into a SIGUSR1 that mpirun forwards, where
- * mpirun 4.1 would abort the job on its own SIGTERM (SIGKILL after 1 s, status 1). A step whose
+ * mpirun 4.1 would abort the job on its own SIGTERM (SIGKILL 2 s later, status 1). A step whose
  * loss or gradient norm is not finite on any rank is skipped by all (docs/running_long_jobs.md).
  */
 #include <weft/comm/mpi.hpp>

@@ -11,6 +11,8 @@ CASE (what is signalled, and with what):
   sigterm     SIGTERM to tools/weft-mpirun (a scheduler)            -> exit 0, checkpoint
   ctrl_c      Ctrl-C typed on the terminal weft-mpirun runs in (a pseudo-terminal: SIGINT to
               its foreground process group)                        -> exit 0, checkpoint
+  twice       SIGTERM twice to weft-mpirun, 6 s steps                -> the job ends at once (a
+              few seconds, not the rest of the step), non-zero, no checkpoint of the step
   usr1        SIGUSR1 to mpirun itself (Slurm --signal=USR1@T)      -> exit 0, checkpoint
   mpirun_term SIGTERM to mpirun itself, kill timeout raised to 5 s  -> checkpoint; the status is
               Open MPI's (1: mpirun 4.1 ends a job it got SIGTERM for as aborted)
@@ -31,6 +33,8 @@ import time
 case, weft_mpirun, mpiexec, np_flag, exe, work = sys.argv[1:7]
 np = "2"
 delay_ms = 1500       # one step: > 1.5 s, longer than mpirun's default kill timeout of 1 s
+if case == "twice":
+    delay_ms = 6000   # long enough that "at once" and "after the step" cannot be confused
 bound_s = 30          # signal -> exit, generous on a loaded machine (a step + one save here)
 
 shutil.rmtree(work, ignore_errors=True)
@@ -102,15 +106,19 @@ else:
 deadline = time.time() + 120
 while True:
     lines = open(metrics).read().count("\n") if os.path.exists(metrics) else 0
-    if lines >= 2:
+    if lines >= (1 if case == "twice" else 2):
         break
     if p.poll() is not None or time.time() > deadline:
         p.kill()
         fail("the run ended or stalled before two steps", terminal_output.communicate()[0])
     time.sleep(0.05)
-time.sleep(delay_ms / 2000)
+time.sleep(1 if case == "twice" else delay_ms / 2000)
 sent = time.time()
-if case == "sigterm":
+if case == "twice":
+    p.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    p.send_signal(signal.SIGTERM)
+elif case == "sigterm":
     p.send_signal(signal.SIGTERM)
 elif case == "ctrl_c":
     os.write(master, b"\x03")  # Ctrl-C
@@ -127,6 +135,14 @@ took = time.time() - sent
 rc = p.returncode
 print(out)
 print(f"exit status {rc}, {took:.1f} s after the signal", flush=True)
+
+if case == "twice":  # ended at once: well before the 6 s step in flight could end, not 0
+    if rc == 0 or took > 4:
+        fail(f"two SIGTERMs: exit status {rc} after {took:.1f} s; expected non-zero within 4 s")
+    if "every rank stops after step" in out:
+        fail("two SIGTERMs: the ranks went on to finish the step")
+    print(f"preempt_launcher twice: ended {took:.1f} s after the first signal, exit {rc}")
+    sys.exit(0)
 
 m = re.search(r"every rank stops after step (\d+) \(steps (\d+)\.\.(\d+)\)", out)
 if not m:
