@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   // Data: the fortune corpus (corpus::open with no path), or a built-in paragraph when it is not installed.
   std::optional<corpus> fortunes;
   text_corpus paragraph{text_options{}};
-  if (std::filesystem::is_directory(corpus::fortune_dir)) fortunes.emplace(corpus::open("", "custom_layer"));
+  if (std::filesystem::is_directory(corpus::fortune_dir)) fortunes.emplace(corpus::open("", "custom_layer", 0, V));
   else
     for (int i = 0; i < 200; ++i) paragraph.add_text("A layer is a type. The compiler checks it; the host trains it. ");
   batch_sampler<8, Ctx> sampler(fortunes ? fortunes->all() : token_view(paragraph), 7);

@@ -90,7 +90,7 @@ static bool parse(int argc, char** argv, options& o) {
 
 static int train(const options& o) {
   constexpr std::size_t B = moe_plan::B, S = moe_plan::S;
-  const corpus data = corpus::open(o.data, "moe");
+  const corpus data = corpus::open(o.data, "moe", 0, moe_plan::vocab_size);
   const token_split parts = split(data.all(), 0.1);
 
   train_options topt;

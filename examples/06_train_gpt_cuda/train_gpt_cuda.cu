@@ -179,7 +179,12 @@ int main(int argc, char** argv) {
     const bool bf = o.precision == "bf16";
     const double peak = o.peak_tflops > 0 ? o.peak_tflops : peak_tflops(prop.name, o.precision != "f32");
     std::printf("device: %s, %.1f GiB\n", prop.name, static_cast<double>(prop.totalGlobalMem) / (1 << 30));
-    corpus data = corpus::open(o.data, "train_gpt_cuda");
+    // Every token id checked against the preset's vocabulary at open (one line naming file, offset, id).
+    const std::size_t vocab = o.preset == "tiny" ? tiny_plan::vocab_size
+                            : o.preset == "small" ? small_plan::vocab_size
+                            : o.preset == "llama-small" ? llama_small_plan::vocab_size
+                                                        : gpt2_plan::vocab_size;
+    corpus data = corpus::open(o.data, "train_gpt_cuda", 0, vocab);
     if (o.precision == "f16") {
       if (o.preset == "tiny") return train_on_device<f16_of<tiny_plan>>(o, data, peak);
       if (o.preset == "small") return train_on_device<f16_of<small_plan>>(o, data, peak);
