@@ -10,6 +10,7 @@
 #include <weft/model/moe_llama.hpp>
 #include <weft/model/mlp.hpp>
 #include <weft/parallel/plan.hpp>
+#include <weft/parallel/strategy.hpp>
 #include <weft/testing/gradient_check.hpp>
 #include <weft/exec/data_parallel_step.hpp>
 #include <weft/exec/expert_parallel_local.hpp>
@@ -30,6 +31,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -370,6 +372,55 @@ TEST_CASE("pooled aux loss: one value per micro-batch; one layer equals the per-
   // the pooled loss is about one layer's, not the sum of three (alpha E sum f P is near alpha for
   // balanced routing, between alpha and alpha E at worst)
   CHECK(three_pooled.sum < 0.6 * three_layers.sum);
+}
+
+namespace {
+// Gradients and aux value of one micro-batch of plan P (parameters from seed 9).
+template <class P>
+std::pair<std::vector<float>, double> pooled_grads_of() {
+  aux_losses().gradient_scale = 1.0;
+  train_options o;
+  o.seed = 9;
+  training_step<P> st(o);
+  for (std::size_t i = 0; i < P::rows; ++i)
+    st.tokens()[i] = static_cast<std::int32_t>((5 * i + 1) % 11), st.targets()[i] = static_cast<std::int32_t>((3 * i) % 11);
+  std::fill(st.grads().begin(), st.grads().end(), 0.0f);
+  aux_losses().take();
+  (void)st.accumulate(1.0f / P::rows);
+  return {std::vector<float>(st.grads().begin(), st.grads().end()), aux_losses().take().sum};
+}
+}  // namespace
+
+TEST_CASE("pooled aux loss under recompute<full>: re-run forwards leave value and gradients bit-identical",
+          "[model][moe][aux][recompute]") {
+  using M = pooled_test_model<3, pooled_aux_loss>;
+  using plain = plan<M, batch<micro<2>, seq<4>>, strategy<mesh<axis<"dp">>, recompute<none>>>;
+  using recomputed_plan = plan<M, batch<micro<2>, seq<4>>, strategy<mesh<axis<"dp">>, recompute<full>>>;
+  STATIC_REQUIRE(recomputed_plan::kept_count < plain::kept_count);  // the blocks' forwards really re-run
+  const auto a = pooled_grads_of<plain>();
+  const auto b = pooled_grads_of<recomputed_plan>();
+  CHECK(a.second > 0);
+  CHECK(a.second == b.second);
+  CHECK(a.first == b.first);
+  CHECK(aux_losses().pooled.layers.empty());
+}
+
+TEST_CASE("pooled aux loss: a second forward before any backward (interleaved micro-batches) is refused",
+          "[model][moe][aux]") {
+  pooled_routing pr;
+  pr.set(0, {1, 1}, {0.5, 0.5}, 1, 2);
+  pr.set(7, {2, 0}, {0.7, 0.3}, 1, 2);
+  CHECK_THROWS_WITH(pr.set(0, {0, 2}, {0.2, 0.8}, 1, 2), Catch::Contains("drop pooled_aux_loss under pipeline parallelism"));
+  pr.finish(7);                                          // a backward ran: what follows is a recomputed forward
+  CHECK_NOTHROW(pr.set(0, {1, 1}, {0.5, 0.5}, 1, 2));
+  const auto t = pr.pooled();
+  CHECK(t.counts == std::vector<double>{3, 1});
+  CHECK(t.rows == 2);
+  pr.finish(0);
+  CHECK(pr.layers.empty());                              // the micro-batch is over
+  pr.set(3, {1, 1}, {0.5, 0.5}, 1, 2);
+  pr.clear();
+  CHECK(pr.layers.empty());
 }
 
 TEST_CASE("moe_gpt trains on one process: the loss falls, thread count does not matter", "[model][moe][train]") {

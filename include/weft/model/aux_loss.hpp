@@ -18,6 +18,7 @@
 // statistics of every such layer of the micro-batch, pooled (pooled_routing below).
 #include <cstddef>
 #include <map>
+#include <stdexcept>
 #include <vector>
 
 namespace weft {
@@ -40,7 +41,16 @@ struct pooled_routing {
   std::map<std::size_t, layer> layers;
 
   /// Sets layer `key`'s statistics for the running micro-batch (a new micro-batch when all were done).
+  /// Throws where the layer's statistics are still pending and no backward has run yet: the
+  /// forwards of two micro-batches interleave (a pipeline schedule), which the pooled loss cannot
+  /// tell apart (a recomputed forward comes after a backward of the micro-batch). A step that threw
+  /// between its forward and its backward leaves them pending too: clear() them first.
   void set(std::size_t key, std::vector<double> counts, std::vector<double> prob_sums, double rows, double slots) {
+    if (const auto it = layers.find(key); it != layers.end() && !it->second.done && none_done())
+      throw std::logic_error(
+          "weft::moe_mlp: pooled_aux_loss: a layer ran a second forward before the backward of its micro-batch (a "
+          "pipeline schedule interleaves micro-batches). The pooled load-balancing loss needs each micro-batch's "
+          "forwards, then its backwards, in one process: drop pooled_aux_loss under pipeline parallelism.");
     layer& l = layers[key];
     l.counts = std::move(counts);
     l.prob_sums = std::move(prob_sums);
@@ -71,6 +81,8 @@ struct pooled_routing {
     }
     return t;
   }
+  /// Drops every pending statistic (after a step that threw between its forward and backward).
+  void clear() { layers.clear(); }
   /// Marks layer `key`'s backward done; drops the micro-batch when it was the last.
   void finish(std::size_t key) {
     layers[key].done = true;
