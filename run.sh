@@ -15,7 +15,7 @@ case "$mode" in
 esac
 
 # ---- Debian packages ----
-packages=(cmake ninja-build g++ pkg-config catch2 librange-v3-dev nlohmann-json3-dev libboost-mpi-dev libboost-serialization-dev
+packages=(cmake ninja-build g++ pkg-config catch2 libdnnl-dev librange-v3-dev nlohmann-json3-dev libboost-mpi-dev libboost-serialization-dev
           openmpi-bin libopenmpi-dev libopenblas-dev libopenblas-openmp-dev fortunes-min fortunes python3-numpy python3-pip)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,6 +1,7 @@
 # weft's optional parts. Used both from the source tree and from an installed package
 # (weftConfig.cmake includes this file), so a consumer gets the same targets:
-#   weft::host  headers + CBLAS (OpenBLAS) + OpenMP, defines WEFT_HAS_CBLAS
+#   weft::host  headers + CBLAS (OpenBLAS) + OpenMP, defines WEFT_HAS_CBLAS; + oneDNN where found
+#               (bf16 products on AMX / AVX512-BF16), defines WEFT_HAS_DNNL
 #   weft::mpi   headers + Boost.MPI + MPI
 #   weft::cuda  headers + CUDA runtime, cuBLAS(Lt)   (only where the CUDA language is enabled)
 #   weft::nccl  imported target over the toolkit's NCCL
@@ -66,6 +67,20 @@ if(NOT TARGET weft::host)
   else()
     message(STATUS "weft: OpenBLAS/CBLAS not found - weft::host uses the portable matrix product (apt-get install libopenblas-dev)")
     set(WEFT_HAS_CBLAS OFF)
+  endif()
+  # oneDNN for the bf16 matrix product on the CPU's matrix engine (AMX / AVX512-BF16, chosen by
+  # oneDNN at run time); without it bf16 products use weft's portable float tiles.
+  # -DWEFT_ENABLE_DNNL=OFF leaves it out.
+  set(WEFT_HAS_DNNL OFF)
+  if(NOT DEFINED WEFT_ENABLE_DNNL OR WEFT_ENABLE_DNNL)
+    find_package(dnnl CONFIG QUIET)
+    if(dnnl_FOUND AND TARGET DNNL::dnnl)
+      target_link_libraries(weft_host INTERFACE DNNL::dnnl)
+      target_compile_definitions(weft_host INTERFACE WEFT_HAS_DNNL=1)
+      set(WEFT_HAS_DNNL ON)
+    else()
+      message(STATUS "weft: oneDNN not found - bf16 matrix products on the host use the portable float tiles (apt-get install libdnnl-dev)")
+    endif()
   endif()
   if(OpenMP_CXX_FOUND)
     target_link_libraries(weft_host INTERFACE OpenMP::OpenMP_CXX)

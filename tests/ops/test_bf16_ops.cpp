@@ -22,6 +22,7 @@
 #include "weft/ops/fill.hpp"           // fill, zero
 #include "weft/ops/gelu.hpp"           // gelu_*
 #include "weft/ops/layernorm.hpp"      // layernorm_*
+#include "weft/ops/detail/gemm_dnnl.hpp"  // host_bf16_product, set_host_bf16_product
 #include "weft/ops/matmul.hpp"         // matmul_*, bias_backward
 #include "weft/ops/mean_loss.hpp"      // mean_loss
 #include "weft/ops/residual.hpp"       // residual_*
@@ -42,6 +43,8 @@
 using namespace weft::ops;
 using namespace weft::ops::test;
 using weft::bf16;
+using weft::host_bf16_gemm, weft::host_bf16_product, weft::set_host_bf16_product, weft::host_bf16_product_summary,
+    weft::host_has_dnnl;
 
 namespace {
 
@@ -104,10 +107,35 @@ TEST_CASE("bf16 matmul forward and backward against double", "[ops][bf16][matmul
   CHECK(measured("matmul_forward out (no bias)", rel_err(to_f64(out2), out), tol_reduction(C)) < tol_reduction(C));
 }
 
-TEST_CASE("bf16 matmul: the portable tile loops agree with sbgemm", "[ops][bf16][matmul]") {
+// Every bf16 product the host backend can run: the portable float tiles (every build) and
+// oneDNN's matmul on the matrix engine (builds with WEFT_HAS_DNNL).
+static std::vector<host_bf16_gemm> bf16_products() {
+  std::vector<host_bf16_gemm> p{host_bf16_gemm::portable};
+  if (host_has_dnnl) p.push_back(host_bf16_gemm::dnnl);
+  return p;
+}
+
+TEST_CASE("bf16 matmul: the host picks oneDNN where it is linked, the portable tiles otherwise", "[ops][bf16][matmul]") {
+#if defined(WEFT_HAS_DNNL)
+  CHECK(host_has_dnnl);
+#endif
+  const auto before = host_bf16_product();
+  CHECK(set_host_bf16_product(host_bf16_gemm::portable) == host_bf16_gemm::portable);
+  CHECK(host_bf16_product_summary() == "portable float tiles");
+  CHECK(set_host_bf16_product(host_bf16_gemm::dnnl) == (host_has_dnnl ? host_bf16_gemm::dnnl : host_bf16_gemm::portable));
+  if (host_has_dnnl) CHECK(host_bf16_product_summary().rfind("oneDNN ", 0) == 0);
+  set_host_bf16_product(before);
+}
+
+TEST_CASE("bf16 matmul: every host product path (portable tiles, oneDNN) within tolerance of double", "[ops][bf16][matmul]") {
   // A shape with partial tiles in both directions and every transpose combination.
   constexpr std::size_t m = 70, n = 300, k = 50;
   const auto a = rnd(m * k, 8), bm = rnd(k * n, 9), c0 = rnd(m * n, 10);
+  const auto before = host_bf16_product();
+  for (const host_bf16_gemm product : bf16_products()) {
+    INFO("product: " << host_bf16_product_summary());
+    set_host_bf16_product(product);
+    REQUIRE(host_bf16_product() == product);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
       // op(A)(i, p) and op(B)(p, j), stored with the transposes as the flags say.
@@ -125,7 +153,37 @@ TEST_CASE("bf16 matmul: the portable tile loops agree with sbgemm", "[ops][bf16]
       detail::gemm_bf16(ta, tb, m, n, k, 0.5f, ah.data(), ta ? m : k, bh.data(), tb ? k : n, 2.0f, cf.data(), n);
       CHECK(rel_err(to_f64(c), ref) < tol_reduction(k));
       CHECK(rel_err(to_f64(cf), ref) < 2.0 * double(k) * 0x1p-24 + 1e-6);  // float C: no bf16 rounding
+      // beta = 0 writes C: stale NaNs must not leak, alpha = 1 (the matmul ops' case).
+      std::vector<bf16> cn(m * n, bf16(std::nan("")));
+      detail::gemm_bf16(ta, tb, m, n, k, 1.0f, ah.data(), ta ? m : k, bh.data(), tb ? k : n, 0.0f, cn.data(), n);
+      std::vector<double> ref0(m * n);
+      detail::gemm_fallback<double>(ta, tb, m, n, k, 1.0, as.data(), ta ? m : k, bs.data(), tb ? k : n, 0.0, ref0.data(), n);
+      CHECK(rel_err(to_f64(cn), ref0) < tol_reduction(k));
     }
+  }
+  set_host_bf16_product(before);
+}
+
+TEST_CASE("bf16 matmul: the whole matmul op on each host product path", "[ops][bf16][matmul]") {
+  // A depth far above one panel (the step's 3072-wide MLP) in forward and backward.
+  constexpr std::size_t bn = 64, bc = 3072, boc = 96;
+  const auto x = rnd(bn * bc, 41), w = rnd(boc * bc, 42), dout = rnd(bn * boc, 43);
+  std::vector<double> out(bn * boc), dx(bn * bc, 0.0), dw(boc * bc, 0.0);
+  matmul_forward<bn, bc, boc>(ctx, out.data(), x.data(), w.data(), nullptr);
+  matmul_backward<bn, bc, boc>(ctx, dx.data(), dw.data(), nullptr, dout.data(), x.data(), w.data());
+  const auto before = host_bf16_product();
+  for (const host_bf16_gemm product : bf16_products()) {
+    INFO("product: " << host_bf16_product_summary());
+    set_host_bf16_product(product);
+    auto xh = to_bf16(x), wh = to_bf16(w), douth = to_bf16(dout);
+    std::vector<bf16> outh(bn * boc), dxh(bn * bc, bf16(0.0f)), dwh(boc * bc, bf16(0.0f));
+    matmul_forward<bn, bc, boc>(ctx, outh.data(), xh.data(), wh.data(), nullptr);
+    matmul_backward<bn, bc, boc>(ctx, dxh.data(), dwh.data(), nullptr, douth.data(), xh.data(), wh.data());
+    CHECK(measured("matmul_forward out", rel_err(to_f64(outh), out), tol_reduction(bc)) < tol_reduction(bc));
+    CHECK(measured("matmul_backward dinp", rel_err(to_f64(dxh), dx), tol_reduction(boc)) < tol_reduction(boc));
+    CHECK(measured("matmul_backward dweight", rel_err(to_f64(dwh), dw), tol_reduction(bn)) < tol_reduction(bn));
+  }
+  set_host_bf16_product(before);
 }
 
 TEST_CASE("bf16 layernorm and rmsnorm against double; statistics stay float", "[ops][bf16][norm]") {

@@ -6,10 +6,12 @@
 // cblas_sgemm / cblas_dgemm; other element types, and builds without CBLAS, use the
 // portable cache-blocked loops in gemm_fallback. As in BLAS, beta == 0 means C is written,
 // not read (stale NaNs in C do not leak into the result).
-// bf16 storage (gemm_bf16): inputs bf16, products accumulated in float (cblas_sbgemm, or the
+// bf16 storage (gemm_bf16): inputs bf16, products accumulated in float (oneDNN's matmul on the
+// CPU's matrix engine where weft::host found oneDNN — gemm_dnnl.hpp —, cblas_sbgemm, or the
 // portable loops), C either float (accumulated by BLAS itself) or bf16 (each tile of C is
 // computed in a float buffer, beta * C included, and rounded once on store).
 #include "weft/core/dtype.hpp"              // bf16
+#include "weft/ops/detail/gemm_dnnl.hpp"    // host_bf16_product, dnnl_gemm_bf16 (WEFT_HAS_DNNL)
 #include "weft/ops/detail/host_common.hpp"  // parallel_min_work
 #include "weft/ops/host_element.hpp"        // host_element
 
@@ -143,6 +145,16 @@ template <class Out, half_float H>
 void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
                const H* a, std::size_t lda, const H* b, std::size_t ldb, float beta, Out* c,
                std::size_t ldc) {
+#if defined(WEFT_HAS_DNNL)
+  if constexpr (std::same_as<H, bf16>) {
+    // The matrix engine (AMX / AVX512-BF16) through a cached oneDNN primitive, unless the host
+    // backend was told to run the portable product (set_host_bf16_product).
+    if (m > 0 && n > 0 && k > 0 && host_bf16_product() == host_bf16_gemm::dnnl) {
+      weft::detail::dnnl_gemm_bf16(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, !std::same_as<Out, float>);
+      return;
+    }
+  }
+#endif
 #if defined(WEFT_HAS_CBLAS) && defined(WEFT_HAS_CBLAS_SBGEMM)
   if constexpr (std::same_as<Out, float> && std::same_as<H, bf16>) {
     // A float C needs no staging: sbgemm accumulates into it directly.
