@@ -266,7 +266,7 @@ std::string json_escape(const std::string& s) {
 std::string num(double x) {
   if (!std::isfinite(x)) return "null";
   char b[64];
-  std::snprintf(b, sizeof b, "%.6g", x);
+  std::snprintf(b, sizeof b, "%.9g", x);  // 9 digits: the breakdown's rounded parts add up to the step
   return b;
 }
 

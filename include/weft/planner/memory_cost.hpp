@@ -66,10 +66,22 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   m.optimizer_bytes = ms.optimizer;
   // ZeRO-2/3 layer by layer over the block stack of a single rank or a tensor-parallel shard
   // (one block: its elements on one tp rank); a pipeline stage holds whole.
-  const bool layer_by_layer = s.pp == 1 && s.ep == 1 && md.depth >= 2;
-  const std::size_t block = md.block.per_rank(s.tp);
-  m.working_bytes = zero_working_bytes(m.params, p.states, s.zero,
-                                       zero_held_elements(m.params, block, md.depth, layer_by_layer));
+  // FSDP / DeepSpeed units (zero3_buffers::per_layer_units): one unit per block at any pipeline
+  // depth; the gathered parameters of the block computing and `prefetch` ahead, the gradients of
+  // two blocks (one written by backward, one being reduce-scattered), beside the stage's layers
+  // outside the block stack (embeddings, head: the root unit, held whole).
+  const bool units = s.zero >= 3 && s.zero3_holds == zero3_buffers::per_layer_units && s.dp > 1;
+  const std::size_t stage_blocks = md.depth / s.pp;
+  const bool layer_by_layer = units ? stage_blocks >= 2 : s.pp == 1 && s.ep == 1 && md.depth >= 2;
+  const std::size_t block = units ? md.rank_block_params(s.tp, s.ep) : md.block.per_rank(s.tp);
+  if (units && layer_by_layer && stage_blocks * block <= m.params) {
+    const std::size_t root = m.params - stage_blocks * block;
+    const std::size_t gathered = std::min(stage_blocks, s.prefetch + 1), grads = std::min<std::size_t>(stage_blocks, 2);
+    m.working_bytes = (root + gathered * block) * p.states.params + (root + grads * block) * p.states.grads;
+  } else {
+    m.working_bytes = zero_working_bytes(m.params, p.states, s.zero,
+                                         zero_held_elements(m.params, block, md.depth, layer_by_layer));
+  }
   m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, s.dp, s.bucket_bytes,
                                    layer_by_layer ? block : 0);
   const std::size_t per_chunk = md.depth / (s.pp * v);

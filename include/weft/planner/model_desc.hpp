@@ -83,6 +83,13 @@ struct model_desc {
     if (ep > 1) n -= stage_expert_params(pp) - stage_expert_params(pp, ep);
     return n;
   }
+  /// Parameter elements of one block on one rank: its tensor-parallel shard, and under expert
+  /// parallelism E/ep experts of its mixture (averaged over the blocks when some are dense).
+  constexpr std::size_t rank_block_params(std::size_t tp, std::size_t ep = 1) const noexcept {
+    const std::size_t n = block.per_rank(tp);
+    if (ep <= 1 || depth == 0) return n;
+    return n - (stage_expert_params(1) - stage_expert_params(1, ep)) / depth;
+  }
   /// Expert parameter elements one of `ep` expert-parallel ranks holds (one stage).
   constexpr std::size_t rank_expert_params(std::size_t ep) const noexcept { return stage_expert_params(1, ep); }
   /// Whether `ep` expert-parallel ranks can split the experts: a model with moe_mlp layers whose
@@ -236,6 +243,18 @@ struct precision_desc {
 constexpr precision_desc mixed_bf16() noexcept { return {}; }
 constexpr precision_desc full_f32() noexcept { return {{4, 4, 0, 8}, 4}; }
 
+/// How ZeRO-3 holds the parameters it gathers (memory; the time is the same schedule).
+enum class zero3_buffers : unsigned char {
+  /// weft's data_parallel_step: with one stage (and no ep) the layers outside the block stack and
+  /// two one-block windows (the block computing and the next, prefetched); under a pipeline or
+  /// expert parallelism the whole stage gathered (docs/parallelism.md).
+  weft,
+  /// PyTorch FSDP / DeepSpeed ZeRO-3 with one unit per transformer block, at any pipeline depth:
+  /// the layers outside the blocks, the block computing and `prefetch` blocks gathered ahead; the
+  /// gradients of the block being reduce-scattered and the block writing its own.
+  per_layer_units
+};
+
 /// A parallel strategy as values (the fields of strategy<...> that change cost).
 struct strategy_desc {
   std::size_t tp = 1, pp = 1, dp = 1;
@@ -252,6 +271,11 @@ struct strategy_desc {
   bool flash = false;
   std::size_t ep = 1;            ///< expert-parallel ranks (between tp and dp in rank order; > 1 only for MoE models)
   std::size_t bucket_bytes = single_rank_strategy::bucket_bytes;  ///< data_parallel's gradient buckets (its default)
+  /// ZeRO-3: what the gathered parameters take in memory (weft's windows, or FSDP's units).
+  zero3_buffers zero3_holds = zero3_buffers::weft;
+  /// ZeRO-3: blocks gathered ahead of the one computing (weft and FSDP's BACKWARD_PRE: 1; 0: each
+  /// gather waits for its layer and is exposed whole). Memory holds prefetch + 1 blocks (FSDP units).
+  std::size_t prefetch = 1;
   constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep; }
   friend constexpr bool operator==(const strategy_desc&, const strategy_desc&) = default;
 };

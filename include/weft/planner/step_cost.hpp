@@ -19,9 +19,11 @@
 //   p2p       = 2·(M·V + P − 1) messages of (s, b, h)(/t with sp) on the pp axis's link
 //   dp        = the ZeRO stage's collectives on the dp axis's link, minus what hides behind
 //               compute: bucketed gradient reduction during the last micro-batch's backward
-//               (every micro-batch's with ZeRO-2); ZeRO-3's prefetched gathers and its
-//               reduce-scatters together behind all of the step's compute; the all-gather of
-//               updated parameters (ZeRO-1/2) after the optimizer stays exposed
+//               (every micro-batch's with ZeRO-2); ZeRO-3 layer by layer from its schedule
+//               (zero3_schedule: per layer a gather behind the previous layer's forward, a
+//               re-gather and a reduce-scatter behind the next layer's backward, exposed where
+//               a layer's collectives outlast its compute); the all-gather of updated
+//               parameters (ZeRO-1/2) after the optimizer stays exposed
 //   optimizer = the AdamW pass over the rank's owned states, memory-bound
 //   overhead  = data loading, launches, logging (the cluster's step_overhead_seconds)
 //   step      = M·(t_mb + t_rc + t_tp + t_ep) + bubble + p2p + dp_exposed + optimizer + overhead
@@ -153,6 +155,53 @@ constexpr std::size_t layer_keys(const model_desc& md, std::size_t seq, const st
   return static_cast<double>(keys) < mean ? keys + 1 : keys;
 }
 
+// ZeRO-3 / FSDP per micro-batch, from its schedule, on one rank of a stage of `layers` blocks of
+// `blk` elements (its tp shard, E/ep experts) and `root` elements outside them (embeddings, head,
+// final norm):
+//   forward:  the root unit's gather, then one all-gather of a block per layer (ring over dp:
+//             (n − 1)·α + (n − 1)/n·S/β, S the block's 16-bit parameters); with prefetch ≥ 1 the
+//             gather of layer i + 1 runs while layer i computes, so the first is exposed and each
+//             other costs max(0, gather − forward of a layer);
+//   backward: per layer a re-gather and the reduce-scatter of its gradients on the same links,
+//             behind the backward of the next layer (2× forward, + the forward again under full
+//             recompute); the first re-gather and the last reduce-scatter are exposed, then the
+//             root unit's reduce-scatter;
+//   prefetch = 0: every gather waits for its layer (exposed whole), reduce-scatters still overlap;
+//   no overlap (job_options::overlap_grad_reduce off): everything exposed.
+// Deeper prefetch does not change the steady state (one gather per layer's compute) — only memory.
+// The per-collective latency, paid 3·layers times a micro-batch over rings of dp ranks, is what
+// makes a large dp lose rate: at dp = 512 across nodes one gather carries 511·α.
+struct zero3_times {
+  double total = 0;    ///< seconds of all ZeRO-3 collectives of one micro-batch
+  double exposed = 0;  ///< of which not hidden behind compute
+};
+constexpr zero3_times zero3_schedule(const model_desc& md, const strategy_desc& s, double psi, double layer_fwd,
+                                     double layer_rc, const precision_desc& p, const link_spec& dl, bool overlap) noexcept {
+  zero3_times z{};
+  if (s.dp <= 1) return z;
+  const double layers = static_cast<double>(md.depth / s.pp);
+  double blk = static_cast<double>(md.rank_block_params(s.tp, s.ep));
+  if (blk * layers > psi) blk = psi / layers;
+  const double root = psi - blk * layers;
+  const double pb = static_cast<double>(p.states.params), gb = static_cast<double>(p.states.grads);
+  const double ag = all_gather_seconds(blk * pb, s.dp, dl), rs = reduce_scatter_seconds(blk * gb, s.dp, dl);
+  const double ag_root = all_gather_seconds(root * pb, s.dp, dl), rs_root = reduce_scatter_seconds(root * gb, s.dp, dl);
+  z.total = ag_root + rs_root + layers * (2 * ag + rs);
+  if (!overlap) {
+    z.exposed = z.total;
+    return z;
+  }
+  const double bwd = 2 * layer_fwd + layer_rc, rest = layers > 1 ? layers - 1 : 0;
+  if (s.prefetch == 0) {
+    z.exposed = ag_root + rs_root + layers * 2 * ag + rs + rest * max0(rs - bwd);
+    return z;
+  }
+  z.exposed = ag_root + ag + rest * max0(ag - layer_fwd)           // forward
+              + ag + rest * max0(ag + rs - bwd) + rs + rs_root;  // backward
+  if (z.exposed > z.total) z.exposed = z.total;
+  return z;
+}
+
 }  // namespace detail
 
 /// The predicted step of strategy `s` for `md` at sequence length `seq` on cluster `c`
@@ -220,7 +269,8 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const link_spec dl = axis_link(c, s.dp, s.tp * s.ep);
   const double psi = static_cast<double>(md.stage_params(0, s.pp, s.tp, s.ep));
   const double gb = psi * static_cast<double>(p.states.grads), pb = psi * static_cast<double>(p.states.params);
-  double grad = 0, param = 0, window = 0;  // `window`: compute the gradient (and, ZeRO-3, gather) traffic may hide behind
+  double grad = 0, param = 0, window = 0;  // `window`: compute the gradient traffic may hide behind
+  double z3_total = 0, z3_exposed = 0;     // ZeRO-3: its schedule's collectives, and what of them is exposed
   const double bwd_last = 2 * fwd * layers / V;  // the last micro-batch's backward through the stage's last chunk
   switch (s.zero) {
     case 0: grad = all_reduce_seconds(gb, s.dp, dl), window = bwd_last; break;
@@ -228,9 +278,12 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
     case 2:  // a reduce-scatter after every micro-batch's backward, behind the next one's
       grad = M * reduce_scatter_seconds(gb, s.dp, dl), param = all_gather_seconds(pb, s.dp, dl), window = M * 2 * fwd * layers;
       break;
-    default:  // gathers for forward and backward prefetched, reduce-scatters behind backward: all compute
-      grad = M * reduce_scatter_seconds(gb, s.dp, dl) + M * 2 * all_gather_seconds(pb, s.dp, dl), window = M * 3 * fwd * layers;
+    default: {  // ZeRO-3 from its schedule, layer by layer (detail::zero3_schedule)
+      const detail::zero3_times z = detail::zero3_schedule(md, s, psi, fwd, s.recompute == recompute_kind::full ? fwd : 0,
+                                                           p, dl, o.overlap_grad_reduce);
+      z3_total = M * z.total, z3_exposed = M * z.exposed;
       break;
+    }
   }
   if (s.ep > 1) {
     // expert_parallel_local: the dense gradients (all but the rank's experts) are summed over the
@@ -242,8 +295,8 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   }
   if (!o.overlap_grad_reduce) window = 0;
   // The updated parameters' all-gather (ZeRO-1/2) follows the optimizer: exposed.
-  const double dp_exposed = detail::max0(grad - window) + param;
-  r.dp_hidden_seconds = grad + param - dp_exposed;
+  const double dp_exposed = detail::max0(grad - window) + param + z3_exposed;
+  r.dp_hidden_seconds = grad + param + z3_total - dp_exposed;
 
   // ---- optimizer: read the gradient, read and write master and moments, write the parameter ----
   const double owned = s.zero >= 1 && s.dp > 1 ? (psi + static_cast<double>(s.dp) - 1) / static_cast<double>(s.dp) : psi;

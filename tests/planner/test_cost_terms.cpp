@@ -1,0 +1,80 @@
+// The cost-model terms of issue 31, each against a case computed by hand from its formula
+// (docs/planner.md): ZeRO-3 from its schedule, pipeline sends per tensor-parallel rank, partial
+// recomputation, the memory terms, context parallelism, FP8, cluster presets and the failure rate.
+#include <weft/planner/run_cost.hpp>
+#include <weft/planner/search.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace weft::planner;
+
+// ---- ZeRO-3 / FSDP: per layer gathers and reduce-scatters, hidden behind that layer's compute ----
+
+TEST_CASE("zero3 schedule: hand-computed exposure, slow and fast layers", "[planner][terms][zero3]") {
+  const model_desc md = gpt_desc(4, 1024, 16, 51200, 2048);
+  const cluster c = presets::a100_80gb(8);
+  strategy_desc s{};
+  s.dp = 64, s.zero = 3;
+  const link_spec dl = axis_link(c, 64, 1);
+  // 8 ranks a node drive 8 NICs of 25 GB/s (200 GB/s < NVLink's 300), at 80%; 10 µs a step.
+  REQUIRE(dl.kind == link_kind::inter_node);
+  REQUIRE(dl.bandwidth == Approx(160e9));
+  const double h = 1024, f = 4096;
+  const double blk = 6 * h + 3 * h * h + 3 * h + h * h + h * f + f + f * h;  // gpt_desc's block
+  const double psi = static_cast<double>(md.stage_params(0, 1, 1));
+  const double root = psi - 4 * blk;
+  const double ring = 63.0 / 64.0, alpha = 63 * 10e-6, beta = 160e9;
+  const double ag = alpha + ring * blk * 2 / beta, rs = alpha + ring * blk * 2 / beta;
+  const double ag_root = alpha + ring * root * 2 / beta, rs_root = ag_root;
+  const precision_desc p{};
+  // Layers that compute for a microsecond hide nothing: all but nothing is exposed.
+  const auto slow = detail::zero3_schedule(md, s, psi, 1e-6, 0, p, dl, true);
+  CHECK(slow.total == Approx(ag_root + rs_root + 4 * (2 * ag + rs)));
+  CHECK(slow.exposed == Approx(ag_root + ag + 3 * (ag - 1e-6) + ag + 3 * (ag + rs - 2e-6) + rs + rs_root));
+  // Layers that compute for a second hide every gather but the first of each pass, and every
+  // reduce-scatter but the last.
+  const auto fast = detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, true);
+  CHECK(fast.exposed == Approx(ag_root + 2 * ag + rs + rs_root));
+  // No prefetch: every gather waits for its layer.
+  s.prefetch = 0;
+  const auto none = detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, true);
+  CHECK(none.exposed == Approx(ag_root + rs_root + 8 * ag + rs));
+  // No overlap at all: everything.
+  s.prefetch = 1;
+  CHECK(detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, false).exposed == Approx(fast.total));
+}
+
+TEST_CASE("zero3 loses per-GPU rate as dp grows (the latency of 3 collectives a layer)", "[planner][terms][zero3]") {
+  // LLaMA-7B, ZeRO-3 over all GPUs, one sequence of 2048 a GPU: the old model (all traffic
+  // behind all compute) predicted flat scaling; per layer, the ring's (n - 1)·α grows with dp.
+  const model_desc md = llama_desc(32, 4096, 32, 32, 32000, 2048, 11008);
+  strategy_desc s{};
+  s.zero = 3, s.micro = 1, s.microbatches = 1;
+  auto per_gpu = [&](std::size_t nodes) {
+    const cluster c = presets::a100_80gb(nodes);
+    s.dp = c.gpus();
+    const step_cost st = estimate_step(md, 2048, s, c);
+    return 2048.0 / st.step_seconds;  // tokens/s per GPU
+  };
+  const double small = per_gpu(2), large = per_gpu(64);
+  CHECK(large < 0.8 * small);
+}
+
+TEST_CASE("zero3 memory: FSDP's per-layer units hold prefetch + 1 blocks, at any pipeline depth", "[planner][terms][zero3]") {
+  const model_desc md = llama_desc(32, 4096, 32, 32, 32000, 2048, 11008);
+  strategy_desc s{};
+  s.dp = 16, s.zero = 3, s.pp = 2, s.microbatches = 4;
+  const precision_desc p{};
+  const stage_memory weft_held = peak_stage_memory(md, 2048, s, p);
+  s.zero3_holds = zero3_buffers::per_layer_units;
+  const stage_memory units = peak_stage_memory(md, 2048, s, p);
+  const std::size_t blk = md.block.per_rank(1);
+  const std::size_t params = units.params, root = params - 16 * blk;
+  // gathered: root + 2 blocks of 2-byte parameters; gradients: root + 2 blocks of 2 bytes
+  CHECK(units.working_bytes == (root + 2 * blk) * 2 + (root + 2 * blk) * 2);
+  // weft's executor under a pipeline gathers the whole stage
+  CHECK(weft_held.working_bytes == params * 2 + params * 2);
+  CHECK(units.total() < weft_held.total());
+  s.prefetch = 3;
+  CHECK(peak_stage_memory(md, 2048, s, p).working_bytes == (root + 4 * blk) * 2 + (root + 2 * blk) * 2);
+}
