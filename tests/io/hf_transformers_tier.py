@@ -15,7 +15,8 @@ reads weft's files with from_pretrained.
       (b) weft loads it (`sample load`): its logits equal transformers' for the same tokens;
       (c) weft loads it and runs one forward and backward (`sample grad`): its mean cross-entropy
           and load-balancing loss equal transformers' (the aux loss of output_router_logits=True
-          times router_aux_loss_coef), and every gradient, written by weft under transformers'
+          times router_aux_loss_coef), their sum the `loss` transformers returns for the same
+          targets (labels with shift_labels: no shift), and every gradient of that loss, written by weft under transformers'
           names, equals the .grad of transformers' parameter of that name (the embedding row of
           pad_token_id included: nn.Embedding's padding_idx leaves it without a gradient);
       (d) weft trains its own model and saves it (`sample save`): transformers loads the
@@ -203,15 +204,18 @@ def check_family(fam, binary, scratch):
     with open(os.path.join(gdir, "loss.txt")) as fh:
         weft_ce, weft_aux = (float(x) for x in fh.read().split())
     model.zero_grad()  # (eval mode: no dropout, no router jitter; gradients flow all the same)
-    out = model(input_ids=tokens, **({"output_router_logits": True} if fam in ("mixtral", "qwen3_moe") else {}))
-    logits = out.logits.float()
-    ce = torch.nn.functional.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+    # transformers' own loss: its causal-LM loss with the targets as given (shift_labels: no
+    # shift), plus router_aux_loss_coef x aux_loss for the MoE families (output_router_logits)
+    out = model(input_ids=tokens, labels=targets, shift_labels=targets,
+                **({"output_router_logits": True} if fam in ("mixtral", "qwen3_moe") else {}))
+    ce = torch.nn.functional.cross_entropy(out.logits.float().reshape(-1, V), targets.reshape(-1))
     aux = torch.zeros(())
     if fam in ("mixtral", "qwen3_moe"):
         aux = model.config.router_aux_loss_coef * out.aux_loss
-    (ce + aux).backward()
     close([weft_ce], [ce.item()], 1e-5, f"{fam}: weft's cross-entropy")
     close([weft_aux], [aux.item()], 1e-5, f"{fam}: weft's load-balancing loss (coef x transformers' aux_loss)")
+    close([weft_ce + weft_aux], [out.loss.item()], 1e-5, f"{fam}: weft's loss against transformers' loss")
+    out.loss.backward()
     # transformers' gradients in its own file layout (MoE experts one tensor each, as
     # save_pretrained writes them): a copy of the model whose parameters are the gradients
     with torch.no_grad():
