@@ -16,9 +16,11 @@ reads weft's files with from_pretrained.
       (c) weft loads it and runs one forward and backward (`sample grad`): its mean cross-entropy
           and load-balancing loss equal transformers' (the aux loss of output_router_logits=True
           times router_aux_loss_coef), their sum the `loss` transformers returns for the same
-          targets (labels with shift_labels: no shift), and every gradient of that loss, written by weft under transformers'
-          names, equals the .grad of transformers' parameter of that name (the embedding row of
-          pad_token_id included: nn.Embedding's padding_idx leaves it without a gradient);
+          targets (labels with shift_labels: no shift), and every gradient of that loss, which
+          weft writes under transformers' names, equals the one transformers writes the same way
+          (save_pretrained of the model with its .grad as weights: per-expert tensors for the MoE
+          families), the embedding row of pad_token_id included (nn.Embedding's padding_idx
+          leaves it without a gradient from its lookups);
       (d) weft trains its own model and saves it (`sample save`): transformers loads the
           directory with no missing, unexpected or mismatched tensor, and its logits equal weft's.
 
