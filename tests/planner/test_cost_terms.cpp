@@ -78,3 +78,30 @@ TEST_CASE("zero3 memory: FSDP's per-layer units hold prefetch + 1 blocks, at any
   s.prefetch = 3;
   CHECK(peak_stage_memory(md, 2048, s, p).working_bytes == (root + 4 * blk) * 2 + (root + 2 * blk) * 2);
 }
+
+// ---- pipeline sends per tensor-parallel rank ----
+
+TEST_CASE("pipeline p2p: Megatron's scatter-gather sends 1/t and gathers on arrival", "[planner][terms][p2p]") {
+  const model_desc md = gpt_desc(48, 8192, 64, 51200, 2048);
+  const cluster c = presets::a100_80gb(16);
+  strategy_desc s{};
+  s.tp = 8, s.pp = 4, s.dp = 4, s.micro = 1, s.microbatches = 16, s.recompute = recompute_kind::full;
+  job_options o{};
+  const step_cost whole = estimate_step(md, 2048, s, c, o);
+  o.scatter_gather_p2p = true;
+  const step_cost split = estimate_step(md, 2048, s, c, o);
+  const double act = 2048.0 * 1 * 8192 * 2;  // (s, b, h) in bf16
+  const link_spec pl = axis_link(c, 4, 8 * 4), tl = axis_link(c, 8, 1);
+  REQUIRE(pl.kind == link_kind::inter_node);
+  const double sends = 2 * (16 + 4 - 1);
+  CHECK(whole.seconds(cost_part::pipeline_p2p) == Approx(sends * (pl.latency + act / pl.bandwidth)));
+  const double gather = 7 * tl.latency + 7.0 / 8.0 * act / tl.bandwidth;
+  CHECK(split.seconds(cost_part::pipeline_p2p) == Approx(sends * (pl.latency + act / 8 / pl.bandwidth + gather)));
+  CHECK(split.seconds(cost_part::pipeline_p2p) < whole.seconds(cost_part::pipeline_p2p) / 2);
+  // with sequence parallelism the activation is split already: the option changes nothing
+  s.sequence_parallel = true, s.recompute = recompute_kind::selective;
+  o.scatter_gather_p2p = false;
+  const double sp_off = estimate_step(md, 2048, s, c, o).seconds(cost_part::pipeline_p2p);
+  o.scatter_gather_p2p = true;
+  CHECK(estimate_step(md, 2048, s, c, o).seconds(cost_part::pipeline_p2p) == Approx(sp_off));
+}

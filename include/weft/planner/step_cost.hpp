@@ -16,7 +16,9 @@
 //               rows through the stage's moe layers, b·s·Σ(top_k·h) elements, of which
 //               (ep − 1)/ep leave the rank, on the ep axis's link (comm_volume's ep_bytes)
 //   bubble    = (P − 1)/V · (t_mb + t_rc + t_tp)            (1F1B, interleaved; GPipe V = 1)
-//   p2p       = 2·(M·V + P − 1) messages of (s, b, h)(/t with sp) on the pp axis's link
+//   p2p       = 2·(M·V + P − 1) messages of (s, b, h)(/t with sp) on the pp axis's link; with
+//               job_options::scatter_gather_p2p (Megatron-LM's default) 1/t of it without sp too,
+//               plus an all-gather of (s, b, h) over the tp group on arrival
 //   dp        = the ZeRO stage's collectives on the dp axis's link, minus what hides behind
 //               compute: bucketed gradient reduction during the last micro-batch's backward
 //               (every micro-batch's with ZeRO-2); ZeRO-3 layer by layer from its schedule
@@ -60,6 +62,12 @@ struct job_options {
   precision_desc precision{};
   bool fused_attention = true;      ///< flash-style kernels: no (s, s) scores in memory traffic (implied by strategy_desc::flash)
   bool overlap_grad_reduce = true;  ///< bucketed gradient reduction overlaps backward (DDP, Megatron-Core)
+  /// Pipeline sends without sequence parallelism as Megatron-LM makes them (its default,
+  /// `--no-scatter-gather-tensors-in-pipeline` turns it off): each tensor-parallel rank sends 1/t
+  /// of the (s, b, h) activation and the receiving group all-gathers it over the tp link. Off:
+  /// every tp rank sends it whole, as weft's pipeline does. (With sequence parallelism the
+  /// activation is already split: 1/t either way, no gather.)
+  bool scatter_gather_p2p = false;
 };
 
 /// The parts of a step.
@@ -263,7 +271,9 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double per_mb = t_mb + t_rc + t_tp + t_ep;
   const double bubble = (P - 1) / V * per_mb;
   const link_spec pl = axis_link(c, s.pp, s.tp * s.ep * s.dp);
-  const double p2p = s.pp > 1 ? 2 * (M * V + P - 1) * p2p_seconds(s.sequence_parallel ? act / t : act, pl) : 0;
+  const bool scatter = s.sequence_parallel || (o.scatter_gather_p2p && s.tp > 1);
+  const double gather = o.scatter_gather_p2p && !s.sequence_parallel ? all_gather_seconds(act, s.tp, tl) : 0;
+  const double p2p = s.pp > 1 ? 2 * (M * V + P - 1) * (p2p_seconds(scatter ? act / t : act, pl) + gather) : 0;
 
   // ---- data parallelism, and what hides behind backward ----
   const link_spec dl = axis_link(c, s.dp, s.tp * s.ep);
