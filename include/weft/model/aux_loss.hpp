@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <map>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace weft {
