@@ -105,3 +105,59 @@ TEST_CASE("pipeline p2p: Megatron's scatter-gather sends 1/t and gathers on arri
   o.scatter_gather_p2p = true;
   CHECK(estimate_step(md, 2048, s, c, o).seconds(cost_part::pipeline_p2p) == Approx(sp_off));
 }
+
+// ---- partial recomputation (Megatron's recompute_num_layers) ----
+
+TEST_CASE("partial recompute: k blocks a stage recomputed, priced and kept", "[planner][terms][recompute]") {
+  const model_desc md = gpt_desc(48, 8192, 64, 51200, 2048);
+  const cluster c = presets::a100_80gb(16);
+  strategy_desc s{};
+  s.tp = 8, s.pp = 4, s.dp = 4, s.micro = 1, s.microbatches = 16, s.recompute = recompute_kind::full;
+  const step_cost all = estimate_step(md, 2048, s, c);
+  s.recompute_layers = 3;  // of the 12 blocks of a stage
+  const step_cost three = estimate_step(md, 2048, s, c);
+  CHECK(three.seconds(cost_part::recompute) == Approx(all.seconds(cost_part::recompute) * 3 / 12));
+  // tensor-parallel traffic: 6 collectives a recomputed block, 4 the others
+  CHECK(three.seconds(cost_part::tensor_parallel) == Approx(all.seconds(cost_part::tensor_parallel) * (4 * 12 + 2 * 3) / (6 * 12)));
+  // memory: 3 blocks keep their input, 9 all they compute, for each set in flight
+  const weft::layer_activation_dims dims{2048, 1, 8192, 64, 64, 4 * 8192, false, 2, 0, 0, 0, 0, 1, 0, 0};
+  const std::size_t in = weft::layer_activation_bytes(dims, 8, false, recompute_kind::full);
+  const std::size_t kept = weft::layer_activation_bytes(dims, 8, false, recompute_kind::none);
+  REQUIRE(in == 2048u * 8192u * 2u);
+  const stage_memory m = stage_memory_of(md, 2048, s, {}, sets_in_flight(s), 0);
+  CHECK(m.activation_bytes == (3 * in + 9 * kept) * 4);  // stage 0 of 4 holds 4 sets under 1F1B
+  CHECK(three.hardware_flops < all.hardware_flops);
+  CHECK(three.hardware_flops > three.model_flops);
+}
+
+TEST_CASE("partial recompute as a search dimension: the fewest blocks that fit", "[planner][terms][recompute]") {
+  const model_desc md = gpt_desc(48, 8192, 64, 51200, 2048);
+  cluster c = presets::a100_80gb(16);
+  search_options o{};
+  o.fixed_tp = 8, o.fixed_pp = 4, o.fixed_micro = 1, o.fix_zero = true, o.zero = 0, o.allow_sequence_parallel = false;
+  o.allow_gpipe = false, o.allow_interleaved = false;
+  const batch_desc b{64, 2048};
+  // memory such that selective does not fit but full does, with room between
+  strategy_desc s{};
+  s.tp = 8, s.pp = 4, s.dp = 4, s.micro = 1, s.microbatches = 16;
+  s.recompute = recompute_kind::selective;
+  const double selective = static_cast<double>(peak_stage_memory(md, 2048, s).total());
+  s.recompute = recompute_kind::full;
+  const double full = static_cast<double>(peak_stage_memory(md, 2048, s).total());
+  c.memory_bytes = (full + 0.5 * (selective - full)) / c.usable_memory_fraction;
+  const auto plain = search<1>(md, b, c, o);
+  REQUIRE(plain.found());
+  CHECK(plain.best().strategy.recompute == recompute_kind::full);
+  CHECK(plain.best().strategy.recompute_layers == 0);
+  o.partial_recompute = true;
+  const auto part = search<1>(md, b, c, o);
+  REQUIRE(part.found());
+  const std::size_t k = part.best().strategy.recompute_layers;
+  CHECK(k > 0);
+  CHECK(k < 12);
+  CHECK(part.best().cost.step_seconds < plain.best().cost.step_seconds);
+  // k is the fewest: k - 1 does not fit
+  s = part.best().strategy;
+  s.recompute_layers = k - 1;
+  if (k > 1) CHECK(static_cast<double>(peak_stage_memory(md, 2048, s).total()) > part.memory_limit);
+}

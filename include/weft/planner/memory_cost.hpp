@@ -90,7 +90,16 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   // flash: row log-sum-exp and an output copy instead of the probabilities (a selective policy
   // then keeps what none keeps; full keeps the layer inputs either way)
   m.layer_bytes = layer_activation_bytes(dims, s.tp, s.sequence_parallel, s.recompute, s.flash);
-  m.activation_bytes = m.layer_bytes * per_chunk * m.activation_sets + recompute_buffer_bytes(dims, s.recompute);
+  const std::size_t rc_layers = s.recomputed_layers(per_chunk);
+  if (s.recompute == recompute_kind::full && rc_layers < per_chunk) {
+    // partial recomputation: rc_layers blocks keep their input, the others all they compute
+    const std::size_t kept = layer_activation_bytes(dims, s.tp, s.sequence_parallel, recompute_kind::none, s.flash);
+    const std::size_t chunk = rc_layers * m.layer_bytes + (per_chunk - rc_layers) * kept;
+    m.layer_bytes = per_chunk ? chunk / per_chunk : 0;  // the mean a block (the report's)
+    m.activation_bytes = chunk * m.activation_sets + (rc_layers ? recompute_buffer_bytes(dims, s.recompute) : 0);
+  } else {
+    m.activation_bytes = m.layer_bytes * per_chunk * m.activation_sets + recompute_buffer_bytes(dims, s.recompute);
+  }
   const std::size_t rows = (s.sequence_parallel ? weft::detail::ceil_div(seq, s.tp) : seq) * s.micro;
   if (st == 0) m.embedding_bytes = rows * md.width * md.mask_bytes * sets.first_input;
   if (st + 1 == s.pp) {

@@ -271,6 +271,15 @@ struct strategy_desc {
   bool flash = false;
   std::size_t ep = 1;            ///< expert-parallel ranks (between tp and dp in rank order; > 1 only for MoE models)
   std::size_t bucket_bytes = single_rank_strategy::bucket_bytes;  ///< data_parallel's gradient buckets (its default)
+  /// Partial recomputation (with recompute full): the blocks of each model chunk (each stage
+  /// when not interleaved) recomputed whole, the others keeping all they compute — Megatron-LM's
+  /// `--recompute-method block --recompute-num-layers N`. 0: all of them (full recompute).
+  std::size_t recompute_layers = 0;
+  /// Blocks of a chunk of `per_chunk` that recompute their forward (0 unless recompute full).
+  constexpr std::size_t recomputed_layers(std::size_t per_chunk) const noexcept {
+    if (recompute != recompute_kind::full) return 0;
+    return recompute_layers == 0 || recompute_layers > per_chunk ? per_chunk : recompute_layers;
+  }
   /// ZeRO-3: what the gathered parameters take in memory (weft's windows, or FSDP's units).
   zero3_buffers zero3_holds = zero3_buffers::weft;
   /// ZeRO-3: blocks gathered ahead of the one computing (weft and FSDP's BACKWARD_PRE: 1; 0: each

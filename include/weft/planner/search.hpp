@@ -61,6 +61,13 @@ struct search_options {
   /// Every candidate runs flash_attention (strategy_desc::flash); recompute none and full only
   /// (a pinned selective is none: under flash the two are the same).
   bool flash = false;
+  /// Also try partial recomputation (strategy_desc::recompute_layers, Megatron's
+  /// recompute_num_layers): where neither none nor selective fits, the fewest blocks a chunk
+  /// recomputed whole that fit (the memory falls and the time grows with their number), before
+  /// full recomputation of every block. Off by default: the space auto_strategy walks is unchanged.
+  bool partial_recompute = false;
+  /// Pins the blocks a chunk recomputes under full recompute (0: all, or the search's choice).
+  std::size_t recompute_layers = 0;
 };
 
 /// A priced strategy.
@@ -175,6 +182,19 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
                   if (o.fix_recompute && rc != pinned_rc) continue;
                   if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
                   s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc, s.flash = o.flash;
+                  s.recompute_layers = rc == recompute_kind::full ? o.recompute_layers : 0;
+                  const std::size_t per_chunk = md.depth / (pp * s.chunks);
+                  if (rc == recompute_kind::full && o.partial_recompute && o.recompute_layers == 0 && per_chunk > 1) {
+                    // the fewest recomputed blocks a chunk that fit: memory falls with their number (bisection)
+                    std::size_t lo = 1, hi = per_chunk;
+                    while (lo < hi) {
+                      s.recompute_layers = (lo + hi) / 2;
+                      const double b = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
+                      if (b <= r.memory_limit) hi = s.recompute_layers;
+                      else lo = s.recompute_layers + 1;
+                    }
+                    s.recompute_layers = lo < per_chunk ? lo : 0;
+                  }
                   // Memory first (cheap); the time only of what fits.
                   const double bytes = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
                   ++r.evaluated;

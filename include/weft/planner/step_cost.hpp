@@ -251,13 +251,17 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // (s, s) traffic; the causal half is priced whole, like the forward's products.
   const double scores = s.flash ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) / 2 : 0;
   const bool drops_scores = s.recompute == recompute_kind::selective && !s.flash;  // selective + flash = flash alone
-  const double t_rc = ((s.recompute == recompute_kind::full ? fwd : drops_scores ? attn : 0) + scores) * layers;
+  // full recompute re-runs the forward of rc_layers of the stage's blocks (all, unless partial:
+  // strategy_desc::recompute_layers a chunk)
+  const double rc_layers = V * static_cast<double>(s.recomputed_layers(md.depth / (s.pp * v)));
+  const double rc_share = layers > 0 ? rc_layers / layers : 0;
+  const double t_rc = fwd * rc_layers + ((drops_scores ? attn : 0) + scores) * layers;
 
   // ---- tensor parallelism ----
   const link_spec tl = axis_link(c, s.tp, 1);
   const double act = sq * b * h * e;  // (s, b, h)
   const double per_ar = s.sequence_parallel ? 2 * reduce_scatter_seconds(act, s.tp, tl) : all_reduce_seconds(act, s.tp, tl);
-  const double t_tp = (s.recompute == recompute_kind::full ? 6 : 4) * per_ar * layers;
+  const double t_tp = (4 * layers + 2 * rc_layers) * per_ar;  // 6 a recomputed block
 
   // ---- expert parallelism: the all-to-alls of the routed rows (ep consecutive groups of tp ranks) ----
   // Each tp rank exchanges the micro-batch's rows with the ranks of the same tp index (the
@@ -265,7 +269,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const link_spec el = axis_link(c, s.ep, s.tp);
   const double stage_share = static_cast<double>(md.depth / s.pp) / static_cast<double>(md.depth);
   const double routed = b * sq * static_cast<double>(md.routed_width) * stage_share * e;
-  const double t_ep = (s.recompute == recompute_kind::full ? 6 : 4) * all_to_all_seconds(routed, s.ep, el);
+  const double t_ep = (4 + 2 * rc_share) * all_to_all_seconds(routed, s.ep, el);
 
   // ---- pipeline ----
   const double per_mb = t_mb + t_rc + t_tp + t_ep;
@@ -289,7 +293,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
       grad = M * reduce_scatter_seconds(gb, s.dp, dl), param = all_gather_seconds(pb, s.dp, dl), window = M * 2 * fwd * layers;
       break;
     default: {  // ZeRO-3 from its schedule, layer by layer (detail::zero3_schedule)
-      const detail::zero3_times z = detail::zero3_schedule(md, s, psi, fwd, s.recompute == recompute_kind::full ? fwd : 0,
+      const detail::zero3_times z = detail::zero3_schedule(md, s, psi, fwd, fwd * rc_share,
                                                            p, dl, o.overlap_grad_reduce);
       z3_total = M * z.total, z3_exposed = M * z.exposed;
       break;
@@ -337,7 +341,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // as the model FLOPs count them)
   const double qw = static_cast<double>(md.attention_width()) * md.mean_attention_span(seq);
   const double rc_per_token = (s.recompute == recompute_kind::full
-                                   ? static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * qw)
+                                   ? rc_share * static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * qw)
                                    : drops_scores ? static_cast<double>(md.depth) * 4 * qw : 0) +
                               (s.flash ? static_cast<double>(md.depth) * 2 * qw : 0);
   r.hardware_flops = r.model_flops + rc_per_token * tokens;
