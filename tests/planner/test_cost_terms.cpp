@@ -161,3 +161,53 @@ TEST_CASE("partial recompute as a search dimension: the fewest blocks that fit",
   s.recompute_layers = k - 1;
   if (k > 1) CHECK(static_cast<double>(peak_stage_memory(md, 2048, s).total()) > part.memory_limit);
 }
+
+// ---- memory terms ----
+
+TEST_CASE("memory: 18 bytes a parameter with f32 main gradients (Megatron's 6 + 12/d distributed)", "[planner][terms][memory]") {
+  const model_desc md = llama_desc(32, 4096, 32, 32, 32000, 2048, 11008);
+  strategy_desc s{};
+  s.dp = 8;
+  const precision_desc p = mixed_bf16_f32_grads();
+  CHECK(p.states.total() == 18);
+  const stage_memory m0 = peak_stage_memory(md, 2048, s, p);
+  const std::size_t psi = md.params();
+  CHECK(m0.model_state_bytes() == 18 * psi);
+  s.zero = 1;
+  const stage_memory m1 = peak_stage_memory(md, 2048, s, p);
+  CHECK(static_cast<double>(m1.model_state_bytes()) == Approx(6.0 * psi + 12.0 * psi / 8).epsilon(1e-6));
+  // the gradient all-reduce moves 4 bytes a parameter: twice the bf16 time
+  s.zero = 0;
+  const cluster c = presets::a100_80gb(1);
+  job_options o{};
+  o.overlap_grad_reduce = false;
+  const double bf16 = estimate_step(md, 2048, s, c, o).seconds(cost_part::data_parallel);
+  o.precision = p;
+  const double f32 = estimate_step(md, 2048, s, c, o).seconds(cost_part::data_parallel);
+  const link_spec dl = axis_link(c, 8, 1);
+  CHECK(f32 - bf16 == Approx(2 * 7.0 / 8.0 * 2.0 * psi / dl.bandwidth).epsilon(1e-6));
+}
+
+TEST_CASE("memory: allocator fragmentation and framework bytes as explicit terms", "[planner][terms][memory]") {
+  const model_desc md = llama_desc(32, 4096, 32, 32, 32000, 2048, 11008);
+  strategy_desc s{};
+  s.tp = 2, s.dp = 4, s.zero = 1, s.recompute = recompute_kind::selective;
+  const cluster c = presets::a100_80gb(1);
+  job_options o{};
+  const step_cost plain = estimate_step(md, 2048, s, c, o);
+  CHECK(plain.memory_overhead == 0);
+  CHECK(plain.memory_required() == Approx(static_cast<double>(plain.memory.total())));
+  o.allocator_overhead = 0.25, o.framework_bytes = 3e9;
+  const step_cost more = estimate_step(md, 2048, s, c, o);
+  CHECK(more.memory_overhead == Approx(0.25 * static_cast<double>(plain.memory.total()) + 3e9));
+  CHECK(more.step_seconds == Approx(plain.step_seconds));
+  // the search fits against the required bytes: a limit between the two drops the strategy
+  search_options so{};
+  so.fixed_tp = 2, so.fixed_pp = 1, so.fixed_micro = 1, so.fix_zero = true, so.zero = 1, so.fix_recompute = true,
+  so.recompute = recompute_kind::selective, so.fix_sequence_parallel = true;
+  cluster tight = c;
+  tight.memory_bytes = (static_cast<double>(plain.memory.total()) + 0.5 * more.memory_overhead) / tight.usable_memory_fraction;
+  CHECK(search<1>(md, {8, 2048}, tight, so).found());
+  so.job = o;
+  CHECK_FALSE(search<1>(md, {8, 2048}, tight, so).found());
+}

@@ -242,6 +242,10 @@ struct precision_desc {
 };
 constexpr precision_desc mixed_bf16() noexcept { return {}; }
 constexpr precision_desc full_f32() noexcept { return {{4, 4, 0, 8}, 4}; }
+/// bf16 with f32 main gradients, 18 bytes a parameter (2 + 4 + 4 + 8): Megatron-LM's
+/// `--accumulate-allreduce-grads-in-fp32` (Megatron Core's distributed-optimizer guide: "bf16
+/// parameters, fp32 gradients: 18, distributed 6 + 12/d"); the gradient collectives move 4 bytes.
+constexpr precision_desc mixed_bf16_f32_grads() noexcept { return {{2, 4, 4, 8}, 2}; }
 
 /// How ZeRO-3 holds the parameters it gathers (memory; the time is the same schedule).
 enum class zero3_buffers : unsigned char {

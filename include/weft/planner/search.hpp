@@ -189,14 +189,16 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
                     std::size_t lo = 1, hi = per_chunk;
                     while (lo < hi) {
                       s.recompute_layers = (lo + hi) / 2;
-                      const double b = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
+                      const stage_memory sm = peak_stage_memory(md, batch.seq, s, o.job.precision, sets);
+                      const double b = static_cast<double>(sm.total()) + memory_overhead_bytes(sm, o.job);
                       if (b <= r.memory_limit) hi = s.recompute_layers;
                       else lo = s.recompute_layers + 1;
                     }
                     s.recompute_layers = lo < per_chunk ? lo : 0;
                   }
                   // Memory first (cheap); the time only of what fits.
-                  const double bytes = static_cast<double>(peak_stage_memory(md, batch.seq, s, o.job.precision, sets).total());
+                  const stage_memory sm = peak_stage_memory(md, batch.seq, s, o.job.precision, sets);
+                  const double bytes = static_cast<double>(sm.total()) + memory_overhead_bytes(sm, o.job);
                   ++r.evaluated;
                   if (r.leanest_bytes < 0 || bytes < r.leanest_bytes) r.leanest_bytes = bytes;
                   if (bytes > r.memory_limit) continue;

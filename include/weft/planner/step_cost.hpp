@@ -68,7 +68,23 @@ struct job_options {
   /// every tp rank sends it whole, as weft's pipeline does. (With sequence parallelism the
   /// activation is already split: 1/t either way, no gather.)
   bool scatter_gather_p2p = false;
+  // ---- memory beyond the plan's own buffers, as explicit terms (0: none; the cluster's
+  // usable_memory_fraction still reserves its flat share for the runtime) ----
+  /// Fraction of the allocated bytes (model states, working buffers, activations, communication
+  /// buffers) an allocator loses to fragmentation and caching: PyTorch's caching allocator
+  /// reserves more than it hands out (torch.cuda.memory_reserved over memory_allocated). Not
+  /// weft's: its arena is planned whole at launch (0).
+  double allocator_overhead = 0;
+  /// Bytes per GPU a framework holds beside the step: CUDA context, NCCL channel buffers, cuBLAS
+  /// and attention workspaces.
+  double framework_bytes = 0;
 };
+
+/// The memory terms beyond the plan (job_options::allocator_overhead, framework_bytes) for a
+/// stage of `m`: bytes per rank added to m.total() before the fit.
+constexpr double memory_overhead_bytes(const stage_memory& m, const job_options& o) noexcept {
+  return static_cast<double>(m.total()) * o.allocator_overhead + o.framework_bytes;
+}
 
 /// The parts of a step.
 enum class cost_part : unsigned char {
@@ -97,8 +113,11 @@ struct step_cost {
   double model_flops = 0;        ///< per step, all ranks (PaLM's count)
   double hardware_flops = 0;     ///< model_flops plus recomputation
   stage_memory memory{};         ///< the peak stage, per rank
+  double memory_overhead = 0;    ///< allocator fragmentation and framework bytes (memory_overhead_bytes)
   double memory_limit = 0;       ///< bytes per rank the plan may use
   bool fits = false;
+  /// What the peak stage needs with the overhead terms: memory.total() + memory_overhead.
+  constexpr double memory_required() const noexcept { return static_cast<double>(memory.total()) + memory_overhead; }
   constexpr double seconds(cost_part p) const noexcept { return items[static_cast<std::size_t>(p)].seconds; }
 };
 
@@ -220,7 +239,8 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const precision_desc& p = o.precision;
   r.memory = peak_stage_memory(md, seq, s, p, sets);
   r.memory_limit = c.memory_bytes * c.usable_memory_fraction;
-  r.fits = static_cast<double>(r.memory.total()) <= r.memory_limit;
+  r.memory_overhead = memory_overhead_bytes(r.memory, o);
+  r.fits = r.memory_required() <= r.memory_limit;
 
   const bool half = p.half() && !c.cpu;
   const double peak = half ? c.peak_flops_16 : c.peak_flops_32;
