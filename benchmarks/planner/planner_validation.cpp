@@ -2,10 +2,14 @@
  * planner_validation — prints the tables of docs/planner_validation.md from the cost model:
  * Narayanan et al. 2021 Table 1 (predicted per-GPU TFLOP/s at the published split, the
  * error, and the search's own choice), the 8·T·P/(n·X) reproduction, and bench_parallel_step
- * on this machine (predicted against the measured rows of docs/benchmarks.md).
+ * on this machine (predicted against the measured rows of docs/benchmarks.md), and the published
+ * runs of published_runs.hpp (each with its layout pinned, the error, the search's free choice).
+ * `planner_validation published` prints the published-runs table alone.
  */
 #include <weft/planner/run_cost.hpp>
 #include <weft/planner/search.hpp>
+
+#include "published_runs.hpp"  // the published runs (data) and their evaluation
 
 #include <cmath>
 #include <cstdio>
@@ -51,9 +55,97 @@ std::string text(const strategy_desc& s) {
                 s.zero, recompute_name(s.recompute));
   return b;
 }
+
+std::string layout_text(const validation::published_run& r) {
+  std::string t = "tp" + std::to_string(r.tp) + (r.sp == 1 ? "+sp" : "") + " pp" + std::to_string(r.pp) + " dp" + std::to_string(r.dp);
+  t += r.zero >= 0 ? " z" + std::to_string(r.zero) : " z?";
+  t += r.micro > 0 ? " b" + std::to_string(r.micro) : " b?";
+  t += " B" + std::to_string(r.batch) + " s" + std::to_string(r.seq);
+  t += r.recompute < 0 ? " rc?" : std::string(" ") + recompute_name(static_cast<recompute_kind>(r.recompute));
+  if (r.flash) t += " flash";
+  return t;
+}
+std::string metric_text(validation::metric k, double v) {
+  char b[64];
+  switch (k) {
+    case validation::metric::tflops_megatron: std::snprintf(b, sizeof b, "%.0f TFLOP/s", v); break;
+    case validation::metric::step_seconds: std::snprintf(b, sizeof b, "%.2f s/iter", v); break;
+    case validation::metric::tokens_per_gpu: std::snprintf(b, sizeof b, "%.0f tok/s/GPU", v); break;
+    case validation::metric::mfu: std::snprintf(b, sizeof b, "%.1f%% MFU", 100 * v); break;
+  }
+  return b;
+}
+// What the model chose where the source is silent (micro-batch, schedule, ZeRO, recompute, sp).
+std::string picked_text(const validation::published_run& r, const strategy_desc& s) {
+  std::string t;
+  if (r.micro < 0) t += "b" + std::to_string(s.micro) + " ";
+  if (s.pp > 1) t += s.schedule == schedule_kind::interleaved ? "V" + std::to_string(s.chunks) + " " : "1f1b ";
+  if (r.zero < 0) t += "z" + std::to_string(s.zero) + " ";
+  if (r.recompute < 0) t += std::string(recompute_name(s.recompute)) + " ";
+  if (r.sp < 0 && s.tp > 1) t += s.sequence_parallel ? "+sp " : "no sp ";
+  return t.empty() ? "—" : t;
+}
+
+int print_published() {
+  using namespace validation;
+  const std::vector<published_run> runs = published_runs();
+  std::vector<row_result> res;
+  std::printf("| # | source | model | GPUs | cluster, stack | published layout | published | predicted | error | model's pick (unpublished) | search's free choice | its gain |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const published_run& r = runs[i];
+    res.push_back(evaluate(r));
+    const row_result& x = res.back();
+    std::string pred = "—", err = "—", pick = "—", own = "—", gain = "—";
+    if (!x.expressible) pred = "not priced: " + x.why;
+    else if (!x.fits) pred = "INFEASIBLE: " + x.why;
+    else {
+      pred = metric_text(r.kind, x.predicted);
+      char b[32];
+      std::snprintf(b, sizeof b, "%+.1f%%%s", 100 * x.error, r.calibration_row ? " (calibration row)" : "");
+      err = b;
+      pick = picked_text(r, x.pinned.strategy);
+      if (x.free_found) {
+        own = text(x.free.strategy) + (x.free.strategy.flash ? " flash" : "");
+        std::snprintf(b, sizeof b, "%.2fx", x.gain);
+        gain = b;
+      }
+    }
+    std::printf("| %zu | %s, %s | %s | %zu | %s%s, %s | %s | %s | %s | %s | %s | %s | %s |\n", i + 1, r.source, r.where, r.model,
+                r.gpus, r.cluster, r.inter_gbps > 0 ? " (slower NICs)" : "", r.stack, layout_text(r).c_str(),
+                metric_text(r.kind, r.value).c_str(), pred.c_str(), err.c_str(), pick.c_str(), own.c_str(), gain.c_str());
+  }
+  std::printf("\nStack factors fitted on their calibration rows (stack_profile.hpp holds them rounded):\n\n");
+  for (const published_run& r : runs) {
+    if (!r.calibration_row) continue;
+    const calibration k = calibrate_row(r);
+    std::printf("* %s: gemm %.3f from %s %s, %zu GPUs (Megatron constants predicted %.0f tokens/s, measured %.0f)\n", r.stack,
+                k.factor, r.model, r.where, r.gpus, k.predicted_before, k.measured);
+  }
+  const summary s = summarise(runs, res);
+  std::printf("\n%zu rows from %zu sources priced (%zu rows in all; %zu not expressible, %zu calibration row(s) not counted); "
+              "%zu feasible published runs called infeasible. Median |error| %.1f%%, mean %.1f%%, worst %.1f%%.\n",
+              s.priced, s.sources, s.rows, s.not_expressible, s.rows - s.not_expressible - s.counted, s.infeasible,
+              100 * s.median_abs, 100 * s.mean_abs, 100 * s.worst_abs);
+  std::printf("\nBy source (median |error|, worst):\n\n");
+  std::vector<std::string> seen;
+  for (const published_run& r : runs) {
+    if (std::find(seen.begin(), seen.end(), r.source) != seen.end()) continue;
+    seen.emplace_back(r.source);
+    std::vector<published_run> sub;
+    std::vector<row_result> subr;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (std::string(runs[i].source) == r.source) sub.push_back(runs[i]), subr.push_back(res[i]);
+    const summary t = summarise(sub, subr);
+    std::printf("* %s: %zu priced, median %.1f%%, worst %.1f%%%s\n", r.source, t.priced, 100 * t.median_abs, 100 * t.worst_abs,
+                t.not_expressible ? (", " + std::to_string(t.not_expressible) + " not expressible").c_str() : "");
+  }
+  return 0;
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "published") return print_published();
   std::printf("| params | heads | hidden | layers | TP | PP | GPUs | batch | published TFLOP/s | predicted | error | micro-batch, schedule (model's pick at the published split) | search's own choice (same cost model) | its step vs published split |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   double sum = 0, worst = 0;
@@ -138,4 +230,6 @@ int main() {
     std::printf("| %s | %zu | %.1f | %.1f | %+.1f%% |\n", r.name, s.gpus(), r.ms, ms, err);
   }
   std::printf("\n%d of 12 rows within 25%%\n", within);
+  std::printf("\n");
+  return print_published();
 }

@@ -71,7 +71,8 @@ const std::vector<std::string> value_options = {
     "model", "family", "layers", "width", "heads", "kv-heads", "ffn", "vocab", "seq", "global-batch", "micro-batch", "tokens",
     "cluster", "nodes", "gpus-per-node", "price", "failures-per-node-day", "memory-gb", "tflops", "inter-gbps", "islands",
     "island-gbps", "tp", "pp", "dp", "ep", "experts", "top-k", "zero", "schedule", "interleave", "recompute", "max-nodes", "top", "html",
-    "mono-memory-gb", "mono-tflops", "mono-bandwidth-tbs", "mono-price", "mono-lead-days", "lead-days", "precision"};
+    "mono-memory-gb", "mono-tflops", "mono-bandwidth-tbs", "mono-price", "mono-lead-days", "lead-days", "precision",
+    "stack", "calibrate", "calibrate-factor"};
 const std::vector<std::string> flag_options = {"sp", "no-sp", "json", "no-scaling", "no-overlap", "unfused-attention",
                                                "flash", "help"};
 
@@ -106,6 +107,9 @@ const char* usage =
     "            --recompute none|selective|full\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
     "            --flash (the flash_attention option: row statistics kept, not probabilities; recompute none|full)\n"
+    "  stack:    --stack megatron|deepspeed|fsdp-h100 (efficiency profile, docs/planner.md)\n"
+    "            --calibrate TOKENS_PER_S [--calibrate-factor gemm|comm|memory]: fit the profile's factor to one\n"
+    "            measured step of the layout given by --tp --pp --dp [--micro-batch --zero --recompute ...]\n"
     "  compare:  --max-nodes N --lead-days D (cluster) --mono-memory-gb --mono-tflops --mono-bandwidth-tbs\n"
     "            --mono-price (USD/hour) --mono-lead-days;  --no-scaling\n"
     "  output:   --json (one JSON object on stdout) --html FILE --top K\n";
@@ -304,13 +308,18 @@ struct report {
   std::vector<scaling_row> scaling;
   monolith mono{};
   double lead_days = 0;
+  stack_profile stack{};             // --stack: timing runs on with_stack(c, stack); MFU against c's peak
+  std::optional<calibration> cal;    // --calibrate: the fit, and the layout it was fitted on
+  stack_factor cal_factor = stack_factor::gemm;
+  strategy_desc cal_strategy{};
 };
+std::string stack_json(const report& r);  // the stack profile and the calibration (--stack, --calibrate)
 
 scaling_row scale_to(const report& r, const options& o, const search_options& so, std::size_t nodes) {
   scaling_row row;
   row.nodes = nodes;
   cluster c = cluster_from(o, nodes);
-  const auto res = search<1>(r.model.desc, r.batch, c, so);
+  const auto res = search<1>(r.model.desc, r.batch, with_stack(c, r.stack), so);
   row.leanest = res.leanest_bytes;
   if (!res.found()) return row;
   row.found = true;
@@ -553,7 +562,7 @@ void print_json(const report& r, std::ostream& os) {
   if (r.mono.found)
     os << ",\"tokens_per_second\":" << num(r.mono.run.tokens_per_second) << ",\"days_to_train\":" << num(r.mono.run.days)
        << ",\"cost_usd\":" << num(r.mono.run.cost_usd) << ",\"done_after_days\":" << num(r.mono.lead_days + r.mono.run.days);
-  os << "},\"cluster_lead_days\":" << num(r.lead_days) << "}\n";
+  os << "},\"cluster_lead_days\":" << num(r.lead_days) << ",\"stack\":" << stack_json(r) << "}\n";
 }
 
 // ---- HTML with SVG charts ----
@@ -713,6 +722,57 @@ void write_html(const report& r, const std::string& path) {
     << ".</p>\n</body></html>\n";
 }
 
+// ---- the stack profile and --calibrate ----
+
+// --stack NAME (default megatron); --calibrate T fits one factor of it to T tokens/s measured with
+// the pinned layout (stack_profile.hpp's calibrate) and the rest of the report uses the fitted profile.
+void calibrate_stack(report& r, const options& o, const search_options& so) {
+  const std::string name = o.str("stack", "megatron");
+  const profile_lookup p = find_stack(name);
+  if (!p.found) throw bad_input{"unknown --stack '" + name + "' (megatron, deepspeed, fsdp-h100)"};
+  r.stack = p.value;
+  if (o.has("calibrate-factor") && !o.has("calibrate")) throw bad_input{"--calibrate-factor needs --calibrate TOKENS_PER_S"};
+  if (!o.has("calibrate")) return;
+  const double measured = o.num("calibrate", 0);
+  if (!(measured > 0)) throw bad_input{"--calibrate needs the measured tokens/s of the whole cluster (> 0)"};
+  if (so.fixed_tp == 0 || so.fixed_pp == 0 || so.fixed_dp == 0)
+    throw bad_input{"--calibrate needs the measured layout: --tp, --pp and --dp (and what else the run pinned)"};
+  const std::string f = o.str("calibrate-factor", "gemm");
+  if (f == "gemm") r.cal_factor = stack_factor::gemm;
+  else if (f == "comm") r.cal_factor = stack_factor::comm;
+  else if (f == "memory") r.cal_factor = stack_factor::memory;
+  else throw bad_input{"--calibrate-factor must be gemm, comm or memory, got '" + f + "'"};
+  const auto pinned = search<1>(r.model.desc, r.batch, with_stack(r.c, r.stack), so);
+  if (!pinned.found()) throw bad_input{"--calibrate: the layout given does not fit in memory (" + gb(pinned.leanest_bytes) + " needed)"};
+  r.cal_strategy = pinned.best().strategy;
+  const calibration c = calibrate(r.model.desc, r.batch, r.cal_strategy, r.c, so.job, r.stack, measured, r.cal_factor);
+  if (!c.ok)
+    throw bad_input{"--calibrate: no " + f + " factor in [0.05, 4] reproduces " + fmt("%.6g", measured) + " tokens/s (the profile predicts " +
+                    fmt("%.6g", c.predicted_before) + "; other terms bound the step)"};
+  r.cal = c;
+  r.stack = c.fitted;
+}
+
+std::string stack_json(const report& r) {
+  std::string j = "{\"name\":\"" + std::string(r.stack.name) + "\",\"gemm\":" + num(r.stack.gemm) + ",\"comm\":" + num(r.stack.comm) +
+                  ",\"memory\":" + num(r.stack.memory) + ",\"overhead_seconds\":" + num(r.stack.overhead) + ",\"calibration\":";
+  if (!r.cal) return j + "null}";
+  const calibration& c = *r.cal;
+  return j + "{\"factor\":\"" + stack_factor_name(r.cal_factor) + "\",\"fitted\":" + num(c.factor) + ",\"measured_tokens_per_second\":" +
+         num(c.measured) + ",\"predicted_before\":" + num(c.predicted_before) + ",\"predicted_after\":" + num(c.predicted_after) +
+         ",\"strategy\":" + strategy_json(r.cal_strategy) + "}}";
+}
+
+void print_stack_text(const report& r) {
+  std::printf("== stack ==\nprofile %s: gemm x%.3f, comm x%.3f, memory x%.3f, +%.3f s a step\n", std::string(r.stack.name).c_str(),
+              r.stack.gemm, r.stack.comm, r.stack.memory, r.stack.overhead);
+  if (!r.cal) return;
+  const calibration& c = *r.cal;
+  std::printf("calibrated on %s: measured %.6g tokens/s; before the fit %.6g (%+.1f%%); fitted %s factor %.4f gives %.6g\n",
+              strategy_text(r.cal_strategy).c_str(), c.measured, c.predicted_before, 100 * (c.predicted_before / c.measured - 1),
+              stack_factor_name(r.cal_factor), c.factor, c.predicted_after);
+}
+
 // ---- the whole report ----
 
 int run(int argc, char** argv) {
@@ -748,7 +808,8 @@ int run(int argc, char** argv) {
 
   r.one_gpu = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::none, r.precision, so.flash);
   r.one_gpu_full = single_device_memory(r.model.desc, r.batch.seq, 1, recompute_kind::full, r.precision, so.flash);
-  r.result = search<16>(r.model.desc, r.batch, r.c, so);
+  calibrate_stack(r, o, so);
+  r.result = search<16>(r.model.desc, r.batch, with_stack(r.c, r.stack), so);
   if (r.result.found()) {
     const strategy_desc& s = r.result.best().strategy;
     for (std::size_t st = 0; st < s.pp; ++st) r.stages.push_back(stage_memory_at(r.model.desc, r.batch.seq, s, r.precision, st));
@@ -772,7 +833,7 @@ int run(int argc, char** argv) {
     r.mono.machine.peak_flops_16 = r.mono.machine.peak_flops_32 = o.num("mono-tflops", 4000) * 1e12;
     r.mono.machine.memory_bandwidth = o.num("mono-bandwidth-tbs", 32) * 1e12;
     r.mono.machine.price_per_gpu_hour = o.num("mono-price", 60);
-    r.mono.machine.failures_per_node_day = o.num("failures-per-node-day", 0.01);
+    r.mono.machine.failures_per_node_day = o.num("failures-per-node-day", llama3_failures_per_node_day);
     r.mono.lead_days = o.num("mono-lead-days", 180);
     const auto res = search<1>(r.model.desc, r.batch, r.mono.machine, free);
     r.mono.need = res.leanest_bytes;
@@ -783,7 +844,7 @@ int run(int argc, char** argv) {
     }
   }
   if (o.has("json")) print_json(r, std::cout);
-  else print_text(r);
+  else print_stack_text(r), print_text(r);
   if (o.has("html")) write_html(r, o.str("html", ""));
   return 0;
 }

@@ -9,4 +9,5 @@
 #include "weft/planner/model_desc.hpp"       // model_desc, gpt_desc, llama_desc, describe
 #include "weft/planner/run_cost.hpp"         // estimate_run
 #include "weft/planner/search.hpp"           // search
+#include "weft/planner/stack_profile.hpp"    // stack_profile, with_stack, calibrate
 #include "weft/planner/step_cost.hpp"        // estimate_step

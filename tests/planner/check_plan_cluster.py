@@ -3,7 +3,8 @@
    check_plan_cluster.py MODE EXE ARGS...
 MODE text: rc 0 and the report's sections; json: rc 0 and the JSON fields, consistent;
 html: rc 0 and the HTML file has its four SVG charts; bad: rc != 0 and one line on stderr;
-moe: text, and the chosen strategy names expert parallelism, ep > 1 dividing the experts.
+moe: text, and the chosen strategy names expert parallelism, ep > 1 dividing the experts;
+calibrate: json with --calibrate T, and the fitted profile and the report reproduce T tokens/s.
 With --flash among the arguments, json also checks that every strategy it names (chosen,
 alternatives, scaling rows) has flash attention and no selective recompute (its twin under flash)."""
 import json, os, re, subprocess, sys, tempfile
@@ -29,6 +30,19 @@ if mode in ("text", "moe") and p.returncode == 0:
     for section in ["== one GPU alone", "== strategy on", "by bottleneck", "tokens/s, MFU", "Young/Daly", "== scaling out",
                     "== one monolithic machine", "verdict:"]:
         need(section in p.stdout, f"text output lacks '{section}'")
+if mode == "calibrate" and p.returncode == 0:
+    # --calibrate T --json with the layout pinned: the fitted profile reproduces T, and the report,
+    # priced with it on the same layout, says T tokens/s
+    j = json.loads(p.stdout)
+    cal = j["stack"]["calibration"]
+    t = float(args[args.index("--calibrate") + 1])
+    need(cal is not None, "no calibration object")
+    if cal is not None:
+        need(abs(cal["predicted_after"] - t) <= 1e-3 * t, f"the fit predicts {cal['predicted_after']}, not {t}")
+        need(abs(j["tokens_per_second"] - t) <= 1e-3 * t, f"the report says {j['tokens_per_second']} tokens/s, not {t}")
+        need(j["stack"][cal["factor"]] == cal["fitted"], "the report's profile is not the fitted one")
+        need(cal["predicted_before"] != cal["predicted_after"], "nothing was fitted")
+    mode = "json"
 if mode == "json" and p.returncode == 0:
     try:
         j = json.loads(p.stdout)

@@ -75,3 +75,21 @@ if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
                    --model llama3-8b --flash --unfused-attention)
   set_tests_properties(planner.plan_cluster.flash_json planner.plan_cluster.flash_bad_unfused PROPERTIES LABELS planner TIMEOUT 120)
 endif()
+
+# --stack and --calibrate (stack_profile.hpp): one measured step of a pinned layout fits the GEMM
+# factor (MT-NLG 530B's 126 TFLOP/s a GPU on 2240 A100 as tokens/s) and the report reproduces it
+if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
+  add_test(NAME planner.plan_cluster.calibrate_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py calibrate $<TARGET_FILE:plan_cluster>
+                   --family gpt --layers 105 --width 20480 --heads 128 --vocab 51200 --seq 2048 --global-batch 1920
+                   --cluster a100-80gb --nodes 280 --tp 8 --pp 35 --dp 8 --micro-batch 1 --zero 1 --recompute full
+                   --schedule 1f1b --no-sp --no-overlap --unfused-attention --calibrate 65567 --max-nodes 280 --json)
+  add_test(NAME planner.plan_cluster.calibrate_bad_layout
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
+                   --model gpt2-small --calibrate 1000)
+  add_test(NAME planner.plan_cluster.bad_stack
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
+                   --model gpt2-small --stack jax)
+  set_tests_properties(planner.plan_cluster.calibrate_json planner.plan_cluster.calibrate_bad_layout planner.plan_cluster.bad_stack
+                       PROPERTIES LABELS planner TIMEOUT 120)
+endif()
