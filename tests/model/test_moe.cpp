@@ -359,7 +359,7 @@ using pooled_test_model = moe_llama<llama_config<vocab<11>, context<4>, width<8>
                                     moe_mlp<8, 4, 2, 4, swiglu_experts, O...>>;
 }  // namespace
 
-TEST_CASE("pooled aux loss: one value per micro-batch; one layer equals the per-layer form, more do not sum",
+TEST_CASE("pooled aux loss: one value per micro-batch, equal to the per-layer form for one layer, not their sum for more",
           "[model][moe][aux]") {
   const auto one_pooled = pooled_test_aux<pooled_test_model<1, pooled_aux_loss>>();
   const auto one_layer = pooled_test_aux<pooled_test_model<1>>();
