@@ -211,3 +211,61 @@ TEST_CASE("memory: allocator fragmentation and framework bytes as explicit terms
   so.job = o;
   CHECK_FALSE(search<1>(md, {8, 2048}, tight, so).found());
 }
+
+// ---- new inputs: FP8, presets, the failure rate ----
+
+TEST_CASE("fp8: the linear layers at the FP8 peak, attention and head at 16-bit", "[planner][terms][fp8]") {
+  const model_desc md = gpt_desc(4, 4096, 32, 51200, 2048);
+  const cluster c = presets::h100_sxm(1);
+  REQUIRE(c.peak_flops_8 == 1979e12);
+  strategy_desc s{};
+  s.tp = 8, s.micro = 2;
+  job_options o{};
+  const step_cost bf16 = estimate_step(md, 2048, s, c, o);
+  o.fp8 = true;
+  const step_cost fp8 = estimate_step(md, 2048, s, c, o);
+  // by hand: the four linear products of a layer, forward + backward, at each rate
+  const gemm_curve g = gpu_gemm_curve();
+  const double m = 2 * 2048.0, h = 4096, f = 4 * 4096.0;
+  auto linear = [&](double peak) {
+    return gemm_seconds(m, 3 * h / 8, h, peak, g) + gemm_seconds(m, h, h / 8, peak, g) + gemm_seconds(m, f / 8, h, peak, g) +
+           gemm_seconds(m, h, f / 8, peak, g);
+  };
+  const double saved = 3 * 4 * (linear(989e12) - linear(1979e12));
+  CHECK(bf16.seconds(cost_part::compute) - fp8.seconds(cost_part::compute) == Approx(saved).epsilon(1e-9));
+  CHECK(fp8.model_flops == Approx(bf16.model_flops));
+  // no FP8 tensor cores (A100): nothing changes
+  const cluster a = presets::a100_80gb(1);
+  REQUIRE(a.peak_flops_8 == 0);
+  CHECK(estimate_step(md, 2048, s, a, o).step_seconds == Approx(estimate_step(md, 2048, s, a, {}).step_seconds));
+}
+
+TEST_CASE("presets: H800's NVLink, B200, and the failure rate from Llama 3", "[planner][terms][cluster]") {
+  const cluster h8 = find_preset("h800", 2).value, h1 = presets::h100_sxm(2);
+  CHECK(h8.intra_bandwidth == 200e9);
+  CHECK(h8.peak_flops_16 == h1.peak_flops_16);
+  // tensor parallelism over NVLink: its all-reduces take 450/200 as long (bandwidth-bound)
+  const model_desc md = gpt_desc(8, 8192, 64, 51200, 2048);
+  strategy_desc s{};
+  s.tp = 8, s.dp = 2, s.micro = 4, s.sequence_parallel = true;
+  const double tp8 = estimate_step(md, 2048, s, h8).seconds(cost_part::tensor_parallel);
+  const double tp1 = estimate_step(md, 2048, s, h1).seconds(cost_part::tensor_parallel);
+  // by hand: 8 layers · 4 · (reduce-scatter + all-gather) of (s, b, h) over 8 ranks on NVLink
+  const double act = 2048.0 * 4 * 8192 * 2;
+  auto rs = [&](double bw) { return 7 * 5e-6 + 7.0 / 8.0 * act / (bw * 0.8); };
+  CHECK(tp8 == Approx(8 * 4 * 2 * rs(200e9)));
+  CHECK(tp1 == Approx(8 * 4 * 2 * rs(450e9)));
+  CHECK(tp8 / tp1 > 2);
+  const preset_lookup b = find_preset("b200", 1);
+  REQUIRE(b.found);
+  CHECK(b.value.peak_flops_16 == 2250e12);
+  CHECK(b.value.peak_flops_8 == 4500e12);
+  CHECK(b.value.intra_bandwidth == 900e9);
+  // 419 unexpected interruptions in 54 days on 2,048 nodes
+  CHECK(cluster{}.failures_per_node_day == Approx(0.003789).epsilon(1e-3));
+  CHECK(presets::h100_sxm(1).failures_per_node_day == Approx(419.0 / 54 / 2048));
+  // on that job's 2,048 nodes the MTBF is 54 days / 419 = 3.09 hours
+  const cluster llama = presets::h100_sxm(2048);
+  const step_cost st = estimate_step(md, 2048, s, presets::h100_sxm(1));
+  CHECK(estimate_run(md, st, 1, 1e9, llama.gpus(), llama).mtbf_seconds / 3600 == Approx(54.0 * 24 / 419).epsilon(1e-6));
+}

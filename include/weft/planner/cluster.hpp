@@ -11,6 +11,12 @@
 
 namespace weft::planner {
 
+/// Failures per node and day when nothing better is known: Meta's Llama 3 405B pre-training saw
+/// 419 unexpected interruptions in a 54-day snapshot on 16,384 H100 GPUs, 2,048 nodes of 8
+/// (Llama 3 Herd of Models, 2024, section 3.3.4 and Table 5): 419 / (54 · 2,048) = 0.00379 per
+/// node-day. Planned interruptions (47 in the same period) are not counted.
+inline constexpr double llama3_failures_per_node_day = 419.0 / (54.0 * 2048.0);
+
 /// Hardware and prices of a cluster (a constexpr value; the search and the explorer share it).
 struct cluster {
   std::string_view name = "custom";
@@ -20,6 +26,7 @@ struct cluster {
   double usable_memory_fraction = 0.92;  ///< left for the plan after the runtime, workspace, fragmentation
   double peak_flops_16 = 312e12;         ///< dense bf16/f16 FLOP/s per GPU (tensor cores, no sparsity)
   double peak_flops_32 = 19.5e12;        ///< dense f32 FLOP/s per GPU (no TF32)
+  double peak_flops_8 = 0;               ///< dense FP8 FLOP/s per GPU (0: no FP8 tensor cores; job_options::fp8 then runs at peak_flops_16)
   double memory_bandwidth = 2.0e12;      ///< bytes/s of device memory
   double intra_bandwidth = 300e9;        ///< bytes/s one GPU sends inside a node (NVLink, one direction)
   double intra_latency = 5e-6;           ///< seconds per message step inside a node
@@ -29,7 +36,7 @@ struct cluster {
   double island_bandwidth = 1.25e9;      ///< bytes/s one GPU sends to another island
   double island_latency = 1e-3;          ///< seconds per message step between islands
   double price_per_gpu_hour = 2.0;       ///< USD
-  double failures_per_node_day = 0.01;   ///< node failures (any cause that stops the job) per node and day
+  double failures_per_node_day = llama3_failures_per_node_day;  ///< failures that stop the job, per node and day (Llama 3's)
   double checkpoint_bandwidth = 5e9;     ///< bytes/s one node writes a checkpoint at
   double restart_seconds = 600;          ///< to detect a failure, restart and reload
   double step_overhead_seconds = 0.005;  ///< per step: data loading, launches, logging
@@ -65,6 +72,7 @@ constexpr cluster h100_sxm(std::size_t nodes = 1) noexcept {
   c.memory_bytes = 80e9;
   c.peak_flops_16 = 989e12;
   c.peak_flops_32 = 67e12;
+  c.peak_flops_8 = 1979e12;  // FP8 dense (3,958 with sparsity)
   c.memory_bandwidth = 3.35e12;
   c.intra_bandwidth = 450e9;
   c.inter_bandwidth = 50e9;  // 400 Gb/s per GPU
@@ -79,6 +87,34 @@ constexpr cluster h200(std::size_t nodes = 1) noexcept {
   c.memory_bytes = 141e9;
   c.memory_bandwidth = 4.8e12;
   c.price_per_gpu_hour = 3.80;
+  return c;
+}
+
+/// HGX H800: the export variant of the H100 SXM — the same compute and HBM3, NVLink cut to 400 GB/s
+/// bidirectional (200 GB/s a direction; DeepSeek-V3's report measures about 160 GB/s of it), and
+/// 8×400 Gb/s InfiniBand (DeepSeek-V3's cluster: 50 GB/s a GPU).
+constexpr cluster h800(std::size_t nodes = 1) noexcept {
+  cluster c = h100_sxm(nodes);
+  c.name = "h800";
+  c.intra_bandwidth = 200e9;
+  c.price_per_gpu_hour = 2.00;  // assumption (rental price)
+  return c;
+}
+
+/// HGX B200: 8 B200 (180 GB HBM3e, 8 TB/s; 2.25 PFLOP/s dense bf16, 4.5 dense FP8 at 1,000 W),
+/// NVLink 5 (1.8 TB/s bidirectional: 900 GB/s a direction), 8×400 Gb/s ConnectX-7.
+constexpr cluster b200(std::size_t nodes = 1) noexcept {
+  cluster c{};
+  c.name = "b200";
+  c.nodes = nodes;
+  c.memory_bytes = 180e9;
+  c.peak_flops_16 = 2250e12;
+  c.peak_flops_32 = 80e12;
+  c.peak_flops_8 = 4500e12;
+  c.memory_bandwidth = 8.0e12;
+  c.intra_bandwidth = 900e9;
+  c.inter_bandwidth = 50e9;  // 400 Gb/s per GPU
+  c.price_per_gpu_hour = 5.00;  // assumption
   return c;
 }
 
@@ -110,7 +146,7 @@ constexpr cluster cpu_mpi(std::size_t cores = 2, std::size_t effective_cores = 1
 
 }  // namespace presets
 
-/// The preset called `name` ("a100-80gb", "h100-sxm", "h200", "cpu-mpi") on `nodes` nodes;
+/// The preset called `name` ("a100-80gb", "h100-sxm", "h200", "h800", "b200", "cpu-mpi") on `nodes` nodes;
 /// `found` is false for an unknown name.
 struct preset_lookup {
   cluster value{};
@@ -120,6 +156,8 @@ constexpr preset_lookup find_preset(std::string_view name, std::size_t nodes = 1
   if (name == "a100-80gb" || name == "a100") return {presets::a100_80gb(nodes), true};
   if (name == "h100-sxm" || name == "h100") return {presets::h100_sxm(nodes), true};
   if (name == "h200") return {presets::h200(nodes), true};
+  if (name == "h800") return {presets::h800(nodes), true};
+  if (name == "b200") return {presets::b200(nodes), true};
   if (name == "cpu-mpi" || name == "cpu") {
     cluster c = presets::cpu_mpi();
     c.nodes = nodes;
@@ -138,6 +176,8 @@ concept cluster_type = requires {
 template <std::size_t Nodes> struct a100_nodes { static constexpr cluster value = presets::a100_80gb(Nodes); };
 template <std::size_t Nodes> struct h100_nodes { static constexpr cluster value = presets::h100_sxm(Nodes); };
 template <std::size_t Nodes> struct h200_nodes { static constexpr cluster value = presets::h200(Nodes); };
+template <std::size_t Nodes> struct h800_nodes { static constexpr cluster value = presets::h800(Nodes); };
+template <std::size_t Nodes> struct b200_nodes { static constexpr cluster value = presets::b200(Nodes); };
 template <std::size_t Cores> struct cpu_cores { static constexpr cluster value = presets::cpu_mpi(Cores); };
 
 }  // namespace weft::planner

@@ -68,6 +68,11 @@ struct job_options {
   /// every tp rank sends it whole, as weft's pipeline does. (With sequence parallelism the
   /// activation is already split: 1/t either way, no gather.)
   bool scatter_gather_p2p = false;
+  /// FP8 GEMMs (Transformer Engine's recipe): the linear layers' products (QKV, projection, MLP,
+  /// experts) run at the cluster's dense FP8 peak (cluster::peak_flops_8; 16-bit where it has
+  /// none) on the same efficiency curve; the attention core and the head stay 16-bit, and the
+  /// parameters, gradients, activations and MFU's peak stay 16-bit as well.
+  bool fp8 = false;
   // ---- memory beyond the plan's own buffers, as explicit terms (0: none; the cluster's
   // usable_memory_fraction still reserves its flat share for the runtime) ----
   /// Fraction of the allocated bytes (model states, working buffers, activations, communication
@@ -127,7 +132,11 @@ namespace detail {
 // `attention_only`: the scores and context products alone (what selective recompute repeats).
 // `keys`: the keys a query's products cover (layer_keys).
 constexpr double layer_forward_gemm_seconds(const model_desc& md, std::size_t seq, const strategy_desc& s, double peak,
-                                            const gemm_curve& c, bool attention_only, std::size_t keys) noexcept {
+                                            const gemm_curve& c, bool attention_only, std::size_t keys,
+                                            double linear_peak = 0) noexcept {
+  // `linear_peak`: the rate of the linear layers' products (FP8: job_options::fp8), the attention
+  // core's staying at `peak`; 0: `peak` for all
+  const double lp = linear_peak > 0 ? linear_peak : peak;
   const double t = static_cast<double>(s.tp), h = static_cast<double>(md.width), sq = static_cast<double>(seq);
   const double q = static_cast<double>(md.attention_width()), w = static_cast<double>(keys);
   const double m = static_cast<double>(s.micro) * sq, d = q / static_cast<double>(md.heads);
@@ -136,20 +145,20 @@ constexpr double layer_forward_gemm_seconds(const model_desc& md, std::size_t se
   double sec = gemm_seconds(sq, w, d, peak, c, batched) + gemm_seconds(sq, d, w, peak, c, batched);
   if (attention_only) return sec;
   const double kv = static_cast<double>(md.kv_heads) * d, f = static_cast<double>(md.ffn);
-  sec += gemm_seconds(m, (q + 2 * kv) / t, h, peak, c);
-  sec += gemm_seconds(m, h, q / t, peak, c);
+  sec += gemm_seconds(m, (q + 2 * kv) / t, h, lp, c);
+  sec += gemm_seconds(m, h, q / t, lp, c);
   if (md.experts > 0) {
     // A mixture of experts, whole on every tp rank (tp_shard replicates it), for all the
     // micro-batch's tokens: the router (m, E, h), then k routed rows a token through an expert's
     // two matrices (E/ep experts per rank, but ep ranks' rows arrive: as many rows on average).
     const double rows = m * static_cast<double>(md.top_k);
-    sec += gemm_seconds(m, static_cast<double>(md.experts), h, peak, c);
-    sec += gemm_seconds(rows, static_cast<double>(md.expert_in), h, peak, c);
-    sec += gemm_seconds(rows, h, f, peak, c);
+    sec += gemm_seconds(m, static_cast<double>(md.experts), h, peak, c);  // the router stays 16-bit
+    sec += gemm_seconds(rows, static_cast<double>(md.expert_in), h, lp, c);
+    sec += gemm_seconds(rows, h, f, lp, c);
     return sec;
   }
-  sec += gemm_seconds(m, (md.gated ? 2 : 1) * f / t, h, peak, c);
-  sec += gemm_seconds(m, h, f / t, peak, c);
+  sec += gemm_seconds(m, (md.gated ? 2 : 1) * f / t, h, lp, c);
+  sec += gemm_seconds(m, h, f / t, lp, c);
   return sec;
 }
 
@@ -254,7 +263,8 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
 
   // ---- compute per micro-batch (fwd + bwd = 3 × fwd), and its recomputation ----
   const std::size_t keys = detail::layer_keys(md, seq, s, o);
-  const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false, keys) +
+  const double linear_peak = o.fp8 && half && c.peak_flops_8 > 0 ? c.peak_flops_8 : peak;
+  const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false, keys, linear_peak) +
                      detail::layer_forward_elementwise_bytes(md, seq, s, o, false) / c.memory_bandwidth;
   const double attn = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) +
                       detail::layer_forward_elementwise_bytes(md, seq, s, o, true) / c.memory_bandwidth;
