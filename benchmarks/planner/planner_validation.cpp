@@ -4,7 +4,8 @@
  * error, and the search's own choice), the 8·T·P/(n·X) reproduction, and bench_parallel_step
  * on this machine (predicted against the measured rows of docs/benchmarks.md), and the published
  * runs of published_runs.hpp (each with its layout pinned, the error, the search's free choice).
- * `planner_validation published` prints the published-runs table alone.
+ * `planner_validation published` prints the published-runs table alone, `planner_validation row N`
+ * one of its rows in full (the step by bottleneck).
  */
 #include <weft/planner/run_cost.hpp>
 #include <weft/planner/search.hpp>
@@ -13,6 +14,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 using namespace weft::planner;
@@ -144,8 +146,36 @@ int print_published() {
 }
 }  // namespace
 
+// `planner_validation row N`: one published row in full — its source, the layout priced, the step
+// by bottleneck, the prediction and the search's free choice.
+int print_row(std::size_t n) {
+  using namespace validation;
+  const std::vector<published_run> runs = published_runs();
+  if (n == 0 || n > runs.size()) {
+    std::fprintf(stderr, "planner_validation: row %zu does not exist (1..%zu)\n", n, runs.size());
+    return 2;
+  }
+  const published_run& r = runs[n - 1];
+  const row_result x = evaluate(r);
+  std::printf("row %zu: %s, %s: %s on %zu GPUs (%s), stack %s\npublished layout: %s\npublished: %s\nnote: %s\n", n, r.source, r.where,
+              r.model, r.gpus, r.cluster, r.stack, layout_text(r).c_str(), metric_text(r.kind, r.value).c_str(), r.note);
+  if (!x.expressible || !x.fits) {
+    std::printf("%s\n", x.why.c_str());
+    return 0;
+  }
+  std::printf("priced as: %s%s\n", text(x.pinned.strategy).c_str(), x.pinned.strategy.flash ? " flash" : "");
+  for (const cost_item& i : x.pinned.cost.items)
+    if (i.seconds > 0) std::printf("  %-32s %10.4f s\n", cost_part_name(i.part), i.seconds);
+  std::printf("  %-32s %10.4f s\nmemory per GPU %.2f GB\npredicted: %s (%+.1f%%)\n", "step", x.pinned.cost.step_seconds,
+              static_cast<double>(x.pinned.cost.memory.total()) / 1e9, metric_text(r.kind, x.predicted).c_str(), 100 * x.error);
+  if (x.free_found)
+    std::printf("search's free choice: %s, step %.4f s (%.2fx)\n", text(x.free.strategy).c_str(), x.free.cost.step_seconds, x.gain);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == "published") return print_published();
+  if (argc > 2 && std::string(argv[1]) == "row") return print_row(static_cast<std::size_t>(std::strtoul(argv[2], nullptr, 10)));
   std::printf("| params | heads | hidden | layers | TP | PP | GPUs | batch | published TFLOP/s | predicted | error | micro-batch, schedule (model's pick at the published split) | search's own choice (same cost model) | its step vs published split |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   double sum = 0, worst = 0;

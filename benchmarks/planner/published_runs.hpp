@@ -114,16 +114,16 @@ inline std::vector<published_run> published_runs() {
   r.push_back(korthikanti("GPT 1T", 128, 25600, 160, 8, 64, 512, 1, true, 71.49));
   // ---- Smith et al. 2022 (MT-NLG 530B): DeepSpeed pipeline (1F1B) + Megatron tensor parallelism, ZeRO-1 ----
   for (auto [gpus, tf] : {std::pair<std::size_t, double>{2240, 126}, {2800, 121}, {3360, 113}})
-    r.push_back({"smith2022", "Section 2.3 throughput", "MT-NLG 530B", false, 105, 20480, 128, 128, 81920, 51200, 1,
+    r.push_back({"smith2022", "throughput at 280, 350, 420 nodes", "MT-NLG 530B", false, 105, 20480, 128, 128, 81920, 51200, 1,
                  "a100-80gb", 0, gpus, 8, 35, gpus / 280, 1, 1, 1920, 2048, 2, 0, 0, false, false, false, false, TF, tf,
                  "deepspeed", gpus == 2240, "tp 8, pp 35, batch 1920, micro-batch 1, full recompute"});
   // ---- BigScience BLOOM 176B: Megatron-DeepSpeed, tp 4, pp 12, dp 8, ZeRO-1, 384 A100-80GB on Jean Zay
   // (4 x 100 Gb/s Omni-Path a node: 6.25 GB/s a GPU) ----
-  r.push_back({"bloom2022", "model card / training page", "BLOOM 176B", false, 70, 14336, 112, 112, 57344, 250880, 1,
+  r.push_back({"bloom2022", "paper + BigScience training page", "BLOOM 176B", false, 70, 14336, 112, 112, 57344, 250880, 1,
                "a100-80gb", 6.25, 384, 4, 12, 8, 1, 2, 2048, 2048, 2, 0, 0, false, false, false, false, TF, 150, "deepspeed",
                false, "70 layers on 12 stages (uneven), micro-batch 2, full recompute"});
   // ---- OPT-175B (Zhang et al. 2022): Metaseq FSDP + Megatron tensor parallelism 8, 992 A100-80GB ----
-  r.push_back({"zhang2022", "Section 2.4", "OPT 175B", false, 96, 12288, 96, 96, 49152, 50272, 1, "a100-80gb", 0, 992, 8, 1,
+  r.push_back({"zhang2022", "training setup", "OPT 175B", false, 96, 12288, 96, 96, 49152, 50272, 1, "a100-80gb", 0, 992, 8, 1,
                124, 3, -1, 992, 2048, 2, 0, -1, false, false, true, true, TF, 147, "megatron", false,
                "batch '2M tokens' taken as 992 sequences (8 a data-parallel rank); full recompute assumed"});
   // ---- Llama 3 405B (Dubey et al. 2024), Table 4: tp 8, pp 16, FSDP over dp, seq 8192, 16M tokens a batch ----

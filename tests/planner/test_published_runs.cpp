@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 using namespace weft::planner;
@@ -89,4 +91,36 @@ TEST_CASE("published runs: the stack factors are the calibrate() fit of their ca
     CHECK(find_stack(r.stack).value.gemm == Approx(k.factor).margin(0.02));
   }
   CHECK(rows == 2);  // deepspeed (MT-NLG) and fsdp-h100 (MPT-13B on H100)
+}
+
+TEST_CASE("published runs: docs/planner_validation.md shows the errors the model gives now", "[planner][validation][docs]") {
+  // The page's table is printed by planner_validation; a change to the cost model that moves a row
+  // must regenerate it (bash benchmarks/planner/update_published_table.sh BUILD_DIR).
+  std::ifstream f(std::string(WEFT_SOURCE_DIR) + "/docs/planner_validation.md");
+  REQUIRE(f);
+  std::vector<std::string> lines;
+  bool inside = false;
+  for (std::string l; std::getline(f, l);) {
+    if (l.find("published-runs:begin") != std::string::npos) inside = true;
+    else if (l.find("published-runs:end") != std::string::npos) inside = false;
+    else if (inside) lines.push_back(l);
+  }
+  const evaluated& e = all();
+  for (std::size_t i = 0; i < e.runs.size(); ++i) {
+    const std::string head = "| " + std::to_string(i + 1) + " | ";
+    const auto it = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) { return l.rfind(head, 0) == 0; });
+    INFO("row " << i + 1 << " of the page (regenerate: bash benchmarks/planner/update_published_table.sh BUILD_DIR)");
+    REQUIRE(it != lines.end());
+    const row_result& x = e.res[i];
+    if (!x.expressible) {
+      CHECK(it->find("not priced") != std::string::npos);
+    } else if (!x.fits) {
+      CHECK(it->find("INFEASIBLE") != std::string::npos);
+    } else {
+      char err[32];
+      std::snprintf(err, sizeof err, "| %+.1f%%", 100 * x.error);
+      INFO("expected " << err << " in: " << *it);
+      CHECK(it->find(err) != std::string::npos);
+    }
+  }
 }

@@ -38,6 +38,7 @@ TEST_CASE("profiles by name, megatron the fitted constants", "[planner][stack]")
   CHECK(m.inter_bandwidth == c.inter_bandwidth);
   const cluster d = with_stack(c, {"x", 0.5, 0.25, 2, 0.1});
   CHECK(d.peak_flops_16 == Approx(c.peak_flops_16 * 0.5));
+  CHECK(d.peak_flops_8 == Approx(c.peak_flops_8 * 0.5));
   CHECK(d.intra_bandwidth == Approx(c.intra_bandwidth * 0.25));
   CHECK(d.inter_bandwidth == Approx(c.inter_bandwidth * 0.25));
   CHECK(d.memory_bandwidth == Approx(c.memory_bandwidth * 2));

@@ -73,6 +73,7 @@ constexpr profile_lookup find_stack(std::string_view name) noexcept {
 constexpr cluster with_stack(cluster c, const stack_profile& p) noexcept {
   c.peak_flops_16 *= p.gemm;
   c.peak_flops_32 *= p.gemm;
+  c.peak_flops_8 *= p.gemm;
   c.intra_bandwidth *= p.comm;
   c.inter_bandwidth *= p.comm;
   c.island_bandwidth *= p.comm;
