@@ -567,7 +567,7 @@ void print_json(const report& r, std::ostream& os) {
 
 // ---- HTML with SVG charts ----
 
-const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#ff9da7"};
+const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f", "#ff9da7", "#bab0ac"};
 
 std::string memory_svg(const report& r) {
   const double limit = r.c.memory_bytes * r.c.usable_memory_fraction;

@@ -94,7 +94,7 @@ if mode == "html" and p.returncode == 0:
     for chart in ["memory-chart", "breakdown-chart", "scaling-chart", "pipeline-chart"]:
         need(f'id="{chart}"' in html, f"no {chart}")
     need(html.count('class="mem"') >= 4, "memory bars missing")
-    need(html.count('class="part"') == 9, "breakdown parts missing")
+    need(html.count('class="part"') == 10, "breakdown parts missing")  # cost_parts
     need('class="fwd"' in html and 'class="bwd"' in html, "pipeline timeline without forward/backward boxes")
     need('class="point"' in html, "scaling curve without points")
     for svg in re.findall(r"<svg.*?</svg>", html, re.S):

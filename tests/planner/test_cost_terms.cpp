@@ -269,3 +269,43 @@ TEST_CASE("presets: H800's NVLink, B200, and the failure rate from Llama 3", "[p
   const step_cost st = estimate_step(md, 2048, s, presets::h100_sxm(1));
   CHECK(estimate_run(md, st, 1, 1e9, llama.gpus(), llama).mtbf_seconds / 3600 == Approx(54.0 * 24 / 419).epsilon(1e-6));
 }
+
+// ---- context parallelism ----
+
+TEST_CASE("context parallelism: s/cp tokens a rank, the ring's K/V traffic exposed where it outlasts attention", "[planner][terms][cp]") {
+  const model_desc md = llama_desc(4, 4096, 32, 8, 32000, 32768, 14336);
+  cluster c = presets::h100_sxm(2);
+  strategy_desc s{};
+  s.tp = 8, s.cp = 2, s.micro = 1, s.flash = true;
+  const precision_desc p{};
+  // memory: a rank keeps what a sequence of s/cp keeps; ZeRO-1 shards over dp·cp = 2
+  s.zero = 1;
+  strategy_desc half = s;
+  half.cp = 1, half.dp = 2;
+  const stage_memory m = peak_stage_memory(md, 32768, s, p), mh = peak_stage_memory(md, 16384, half, p);
+  CHECK(m.activation_bytes == mh.activation_bytes);
+  CHECK(m.optimizer_bytes == mh.optimizer_bytes);
+  CHECK(m.total() == mh.total());
+  // time: slow the inter-node link until the ring shows, and price it by hand
+  c.inter_bandwidth = 1e9;
+  const step_cost st = estimate_step(md, 32768, s, c);
+  const link_spec cl = axis_link(c, 2, 8);
+  REQUIRE(cl.kind == link_kind::inter_node);
+  const double kv_block = 2 * 1 * 16384.0 * 8 * 128 / 8 * 2;  // K and V of 16384 tokens, 1 of 8 kv heads a rank
+  const double core = detail::layer_forward_gemm_seconds(md, 16384, s, c.peak_flops_16, gpu_gemm_curve(), true, 32768);
+  const double fwd = std::max(0.0, cl.latency + kv_block / cl.bandwidth - core / 2);
+  const double bwd = std::max(0.0, cl.latency + 2 * kv_block / cl.bandwidth - core);
+  REQUIRE(fwd > 0);
+  CHECK(st.seconds(cost_part::context_parallel) == Approx(4 * (fwd + bwd)));
+  CHECK(st.items[static_cast<std::size_t>(cost_part::context_parallel)].on == link_kind::inter_node);
+  // FLOPs count the whole sequence, once
+  CHECK(st.model_flops == Approx(md.flops_per_token(32768) * 32768));
+  // the search tries cp only when asked
+  search_options o{};
+  o.flash = true;
+  const auto plain = search<1>(md, {16, 32768}, presets::h100_sxm(2), o);
+  o.max_cp = 4;
+  const auto with_cp = search<4>(md, {16, 32768}, presets::h100_sxm(2), o);
+  CHECK(with_cp.evaluated > plain.evaluated);
+  CHECK(plain.best().strategy.cp == 1);
+}

@@ -51,6 +51,11 @@ constexpr activation_sets sets_in_flight(const strategy_desc& s) noexcept {
 constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, const strategy_desc& s,
                                        const precision_desc& p, const activation_sets& sets, std::size_t st) noexcept {
   const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
+  // context parallelism: a rank keeps s/cp tokens of each sequence (its attention blockwise, as
+  // ring attention's flash kernels run it), and ZeRO shards over the dp·cp ranks that share the
+  // parameters
+  if (s.cp > 1) seq = weft::detail::ceil_div(seq, s.cp);
+  const std::size_t shards = s.dp * s.cp;
   const layer_activation_dims dims{seq,           s.micro,      md.width,     md.heads, md.kv_heads,
                                    md.ffn,        md.gated,     p.element_bytes, md.mask_bytes,
                                    md.experts,    md.top_k,     md.expert_in, s.ep,     md.shared_kept,
@@ -60,7 +65,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   m.params = md.stage_params(st, s.pp, s.tp, s.ep);  // E/ep experts per moe_mlp under expert parallelism
   // ZeRO shards over dp, experts and the rest alike (memory_model: the dense states are
   // replicated over the ep ranks of an expert group).
-  const model_state_bytes ms = zero_model_states(m.params, p.states, s.zero, s.dp);
+  const model_state_bytes ms = zero_model_states(m.params, p.states, s.zero, shards);
   m.param_bytes = ms.params;
   m.grad_bytes = ms.grads;
   m.optimizer_bytes = ms.optimizer;
@@ -70,7 +75,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   // depth; the gathered parameters of the block computing and `prefetch` ahead, the gradients of
   // two blocks (one written by backward, one being reduce-scattered), beside the stage's layers
   // outside the block stack (embeddings, head: the root unit, held whole).
-  const bool units = s.zero >= 3 && s.zero3_holds == zero3_buffers::per_layer_units && s.dp > 1;
+  const bool units = s.zero >= 3 && s.zero3_holds == zero3_buffers::per_layer_units && shards > 1;
   const std::size_t stage_blocks = md.depth / s.pp;
   const bool layer_by_layer = units ? stage_blocks >= 2 : s.pp == 1 && s.ep == 1 && md.depth >= 2;
   const std::size_t block = units ? md.rank_block_params(s.tp, s.ep) : md.block.per_rank(s.tp);
@@ -82,7 +87,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
     m.working_bytes = zero_working_bytes(m.params, p.states, s.zero,
                                          zero_held_elements(m.params, block, md.depth, layer_by_layer));
   }
-  m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, s.dp, s.bucket_bytes,
+  m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, shards, s.bucket_bytes,
                                    layer_by_layer ? block : 0);
   const std::size_t per_chunk = md.depth / (s.pp * v);
   m.layers = per_chunk * v;

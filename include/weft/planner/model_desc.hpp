@@ -274,6 +274,10 @@ struct strategy_desc {
   /// nothing left to drop under it: recompute selective with flash costs what none with flash does.
   bool flash = false;
   std::size_t ep = 1;            ///< expert-parallel ranks (between tp and dp in rank order; > 1 only for MoE models)
+  /// Context-parallel ranks (ring attention, Megatron-LM's --context-parallel-size): each holds
+  /// s/cp tokens of every sequence, passes its keys and values around the ring; between tp and ep
+  /// in rank order (tp, cp, ep, dp, pp); the gradients are reduced (and ZeRO shards) over dp·cp.
+  std::size_t cp = 1;
   std::size_t bucket_bytes = single_rank_strategy::bucket_bytes;  ///< data_parallel's gradient buckets (its default)
   /// Partial recomputation (with recompute full): the blocks of each model chunk (each stage
   /// when not interleaved) recomputed whole, the others keeping all they compute — Megatron-LM's
@@ -289,7 +293,7 @@ struct strategy_desc {
   /// ZeRO-3: blocks gathered ahead of the one computing (weft and FSDP's BACKWARD_PRE: 1; 0: each
   /// gather waits for its layer and is exposed whole). Memory holds prefetch + 1 blocks (FSDP units).
   std::size_t prefetch = 1;
-  constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep; }
+  constexpr std::size_t gpus() const noexcept { return tp * pp * dp * ep * cp; }
   friend constexpr bool operator==(const strategy_desc&, const strategy_desc&) = default;
 };
 

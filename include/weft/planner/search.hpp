@@ -68,6 +68,10 @@ struct search_options {
   bool partial_recompute = false;
   /// Pins the blocks a chunk recomputes under full recompute (0: all, or the search's choice).
   std::size_t recompute_layers = 0;
+  /// Context parallelism (strategy_desc::cp): powers of two up to max_cp dividing the sequence
+  /// (1: none, the space unchanged); fixed_cp pins it.
+  std::size_t max_cp = 1;
+  std::size_t fixed_cp = 0;
 };
 
 /// A priced strategy.
@@ -140,14 +144,18 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
   for (std::size_t tp = 1; tp <= c.gpus_per_node && tp <= n; tp *= 2) {
     if (o.fixed_tp != 0 && tp != o.fixed_tp) continue;
     if (!split_divides(md, tp, 1)) continue;
+    const std::size_t cp_top = o.fixed_cp != 0 ? o.fixed_cp : o.max_cp;
+    for (std::size_t cp = 1; cp <= cp_top; cp *= 2) {
+    if (o.fixed_cp != 0 && cp != o.fixed_cp) continue;
+    if (batch.seq % cp != 0 || n % (tp * cp) != 0) continue;
     for (std::size_t pp = 1; pp <= md.depth; ++pp) {
       if (o.fixed_pp != 0 && pp != o.fixed_pp) continue;
-      if (md.depth % pp != 0 || n % (tp * pp) != 0) continue;
+      if (md.depth % pp != 0 || n % (tp * cp * pp) != 0) continue;
       // ep: 1, and for a mixture of experts every divisor of the experts (a dense model: 1 only)
       const std::size_t ep_top = md.moe_layers > 0 && md.experts > 0 ? md.experts : 1;
       for (std::size_t ep = 1; ep <= ep_top; ++ep) {
-        if (!ep_allowed(md, ep, pp, o) || n % (tp * pp * ep) != 0) continue;
-        const std::size_t dp = n / (tp * pp * ep);
+        if (!ep_allowed(md, ep, pp, o) || n % (tp * cp * pp * ep) != 0) continue;
+        const std::size_t dp = n / (tp * cp * pp * ep);
         if (o.fixed_dp != 0 && dp != o.fixed_dp) continue;
         for (std::size_t b = 1; b <= o.max_micro; b *= 2) {
           if (o.fixed_micro != 0 && b != o.fixed_micro) continue;
@@ -157,7 +165,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
           // schedules: index 0 = 1F1B, 1 = GPipe, 2.. = interleaved<V>
           for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
             strategy_desc s{};
-            s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.micro = b, s.microbatches = m;
+            s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.cp = cp, s.micro = b, s.microbatches = m;
             if (si == 0) {
               if (m < pp) continue;
               s.schedule = schedule_kind::one_f_one_b;
@@ -175,7 +183,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
             for (std::size_t z = 0; z <= (dp > 1 ? o.max_zero : 0); ++z) {
               if (o.fix_zero && z != o.zero) continue;
               // (a mixture of experts has no sequence-parallel form: tp_shard rejects it)
-              const bool sp_ok = tp > 1 && o.allow_sequence_parallel && batch.seq % tp == 0 && md.moe_layers == 0;
+              const bool sp_ok = tp > 1 && o.allow_sequence_parallel && batch.seq % (tp * cp) == 0 && md.moe_layers == 0;
               for (int sp = 0; sp <= (sp_ok ? 1 : 0); ++sp) {
                 for (recompute_kind rc : rcs) {
                   if (o.flash && rc == recompute_kind::selective) continue;  // nothing to drop: none's twin
@@ -214,6 +222,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
         }
       }  // ep
     }
+    }  // cp
   }
   if (r.leanest_bytes < 0) r.leanest_bytes = 0;
   return r;

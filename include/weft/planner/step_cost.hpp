@@ -93,13 +93,14 @@ constexpr double memory_overhead_bytes(const stage_memory& m, const job_options&
 
 /// The parts of a step.
 enum class cost_part : unsigned char {
-  compute, recompute, tensor_parallel, expert_parallel, bubble, pipeline_p2p, data_parallel, optimizer, overhead
+  compute, recompute, tensor_parallel, expert_parallel, bubble, pipeline_p2p, data_parallel, optimizer, overhead,
+  context_parallel  ///< ring attention's key/value passes not hidden behind the attention (strategy_desc::cp)
 };
-inline constexpr std::size_t cost_parts = 9;
+inline constexpr std::size_t cost_parts = 10;
 constexpr const char* cost_part_name(cost_part p) noexcept {
   constexpr const char* names[] = {"compute", "recompute", "tensor-parallel comm", "expert-parallel all-to-all",
                                    "pipeline bubble", "pipeline p2p", "data-parallel comm (exposed)", "optimizer",
-                                   "data loading and overhead"};
+                                   "data loading and overhead", "context-parallel ring (exposed)"};
   return names[static_cast<std::size_t>(p)];
 }
 
@@ -247,6 +248,10 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   step_cost r{};
   const precision_desc& p = o.precision;
   r.memory = peak_stage_memory(md, seq, s, p, sets);
+  // context parallelism: a rank computes s/cp tokens of each sequence (its queries against all
+  // the keys, which the ring brings); the FLOPs and tokens stay the sequence's
+  const std::size_t seq_all = seq;
+  if (s.cp > 1) seq = seq / s.cp;
   r.memory_limit = c.memory_bytes * c.usable_memory_fraction;
   r.memory_overhead = memory_overhead_bytes(r.memory, o);
   r.fits = r.memory_required() <= r.memory_limit;
@@ -262,7 +267,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double t = static_cast<double>(s.tp);
 
   // ---- compute per micro-batch (fwd + bwd = 3 × fwd), and its recomputation ----
-  const std::size_t keys = detail::layer_keys(md, seq, s, o);
+  const std::size_t keys = detail::layer_keys(md, seq_all, s, o);
   const double linear_peak = o.fp8 && half && c.peak_flops_8 > 0 ? c.peak_flops_8 : peak;
   const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false, keys, linear_peak) +
                      detail::layer_forward_elementwise_bytes(md, seq, s, o, false) / c.memory_bandwidth;
@@ -293,37 +298,59 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double per_ar = s.sequence_parallel ? 2 * reduce_scatter_seconds(act, s.tp, tl) : all_reduce_seconds(act, s.tp, tl);
   const double t_tp = (4 * layers + 2 * rc_layers) * per_ar;  // 6 a recomputed block
 
+  // ---- context parallelism: ring attention (cp consecutive groups of tp ranks) ----
+  // Per layer, cp − 1 ring steps pass a rank's K and V blocks, 2·b·(s/cp)·kv·d/t elements, to the
+  // next rank while the attention of the block in hand computes (1/cp of the rank's attention
+  // core); backward passes K, V and their gradients (twice the bytes) behind twice the compute.
+  // Exposed: per step max(0, send − compute). A recomputed block runs the forward ring again.
+  const link_spec cl = axis_link(c, s.cp, s.tp);
+  double t_cp = 0;
+  if (s.cp > 1) {
+    const double cpn = static_cast<double>(s.cp);
+    const double hd = static_cast<double>(md.attention_width()) / static_cast<double>(md.heads);
+    const double kv_block = 2 * b * sq * static_cast<double>(md.kv_heads) * hd / t * e;
+    const double core = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys);
+    const double ring_fwd = (cpn - 1) * detail::max0(p2p_seconds(kv_block, cl) - core / cpn);
+    const double ring_bwd = (cpn - 1) * detail::max0(p2p_seconds(2 * kv_block, cl) - 2 * core / cpn);
+    t_cp = layers * (ring_fwd + ring_bwd) + rc_layers * ring_fwd;
+  }
+
   // ---- expert parallelism: the all-to-alls of the routed rows (ep consecutive groups of tp ranks) ----
   // Each tp rank exchanges the micro-batch's rows with the ranks of the same tp index (the
   // mixture of experts is replicated over tp); a stage routes through its own moe_mlp layers only.
-  const link_spec el = axis_link(c, s.ep, s.tp);
+  const link_spec el = axis_link(c, s.ep, s.tp * s.cp);
   const double stage_share = static_cast<double>(md.depth / s.pp) / static_cast<double>(md.depth);
   const double routed = b * sq * static_cast<double>(md.routed_width) * stage_share * e;
   const double t_ep = (4 + 2 * rc_share) * all_to_all_seconds(routed, s.ep, el);
 
   // ---- pipeline ----
-  const double per_mb = t_mb + t_rc + t_tp + t_ep;
+  const double per_mb = t_mb + t_rc + t_tp + t_ep + t_cp;
   const double bubble = (P - 1) / V * per_mb;
-  const link_spec pl = axis_link(c, s.pp, s.tp * s.ep * s.dp);
+  const link_spec pl = axis_link(c, s.pp, s.tp * s.cp * s.ep * s.dp);
   const bool scatter = s.sequence_parallel || (o.scatter_gather_p2p && s.tp > 1);
   const double gather = o.scatter_gather_p2p && !s.sequence_parallel ? all_gather_seconds(act, s.tp, tl) : 0;
   const double p2p = s.pp > 1 ? 2 * (M * V + P - 1) * (p2p_seconds(scatter ? act / t : act, pl) + gather) : 0;
 
   // ---- data parallelism, and what hides behind backward ----
-  const link_spec dl = axis_link(c, s.dp, s.tp * s.ep);
+  // (the cp ranks of a group share the parameters: gradients are reduced over dp·cp ranks, which
+  // are consecutive groups of tp ranks when ep = 1)
+  strategy_desc sd = s;
+  sd.dp = s.dp * s.cp;
+  const std::size_t dpn = sd.dp;
+  const link_spec dl = axis_link(c, dpn, s.tp * s.ep);
   const double psi = static_cast<double>(md.stage_params(0, s.pp, s.tp, s.ep));
   const double gb = psi * static_cast<double>(p.states.grads), pb = psi * static_cast<double>(p.states.params);
   double grad = 0, param = 0, window = 0;  // `window`: compute the gradient traffic may hide behind
   double z3_total = 0, z3_exposed = 0;     // ZeRO-3: its schedule's collectives, and what of them is exposed
   const double bwd_last = 2 * fwd * layers / V;  // the last micro-batch's backward through the stage's last chunk
   switch (s.zero) {
-    case 0: grad = all_reduce_seconds(gb, s.dp, dl), window = bwd_last; break;
-    case 1: grad = reduce_scatter_seconds(gb, s.dp, dl), param = all_gather_seconds(pb, s.dp, dl), window = bwd_last; break;
+    case 0: grad = all_reduce_seconds(gb, dpn, dl), window = bwd_last; break;
+    case 1: grad = reduce_scatter_seconds(gb, dpn, dl), param = all_gather_seconds(pb, dpn, dl), window = bwd_last; break;
     case 2:  // a reduce-scatter after every micro-batch's backward, behind the next one's
-      grad = M * reduce_scatter_seconds(gb, s.dp, dl), param = all_gather_seconds(pb, s.dp, dl), window = M * 2 * fwd * layers;
+      grad = M * reduce_scatter_seconds(gb, dpn, dl), param = all_gather_seconds(pb, dpn, dl), window = M * 2 * fwd * layers;
       break;
     default: {  // ZeRO-3 from its schedule, layer by layer (detail::zero3_schedule)
-      const detail::zero3_times z = detail::zero3_schedule(md, s, psi, fwd, fwd * rc_share,
+      const detail::zero3_times z = detail::zero3_schedule(md, sd, psi, fwd, fwd * rc_share,
                                                            p, dl, o.overlap_grad_reduce);
       z3_total = M * z.total, z3_exposed = M * z.exposed;
       break;
@@ -343,7 +370,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   r.dp_hidden_seconds = grad + param + z3_total - dp_exposed;
 
   // ---- optimizer: read the gradient, read and write master and moments, write the parameter ----
-  const double owned = s.zero >= 1 && s.dp > 1 ? (psi + static_cast<double>(s.dp) - 1) / static_cast<double>(s.dp) : psi;
+  const double owned = s.zero >= 1 && dpn > 1 ? (psi + static_cast<double>(dpn) - 1) / static_cast<double>(dpn) : psi;
   const double opt_bytes = owned * static_cast<double>(p.states.grads + 2 * p.states.master + 2 * p.states.moments + p.states.params);
   const double optimizer = opt_bytes / c.memory_bandwidth;
 
@@ -355,7 +382,8 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
              cost_item{cost_part::pipeline_p2p, p2p, pl.kind},
              cost_item{cost_part::data_parallel, dp_exposed, dl.kind},
              cost_item{cost_part::optimizer, optimizer},
-             cost_item{cost_part::overhead, c.step_overhead_seconds}};
+             cost_item{cost_part::overhead, c.step_overhead_seconds},
+             cost_item{cost_part::context_parallel, M * t_cp, cl.kind}};
   // Ranks oversubscribing shared cores run in turns: the work slows by ranks / cores, and a
   // rank idle in the bubble yields its core to a busy one (the bubble costs nothing).
   if (c.shared_cores > 0 && s.gpus() > c.shared_cores) {
@@ -364,12 +392,12 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   }
   for (const cost_item& i : r.items) r.step_seconds += i.seconds;
 
-  const double tokens = static_cast<double>(s.dp * s.ep * s.microbatches * s.micro * seq);  // every rank of an expert group brings its own
-  r.model_flops = md.flops_per_token(seq) * tokens;
+  const double tokens = static_cast<double>(s.dp * s.ep * s.microbatches * s.micro * seq_all);  // every rank of an expert group brings its own
+  r.model_flops = md.flops_per_token(seq_all) * tokens;
   // recomputed FLOPs per token: the forward (full) or the attention core, 4·q·w a layer (selective),
   // plus with flash the scores, 2·q·w a layer (q = heads · head size, w = the keys a query sees,
   // as the model FLOPs count them)
-  const double qw = static_cast<double>(md.attention_width()) * md.mean_attention_span(seq);
+  const double qw = static_cast<double>(md.attention_width()) * md.mean_attention_span(seq_all);
   const double rc_per_token = (s.recompute == recompute_kind::full
                                    ? rc_share * static_cast<double>(md.depth) * (2.0 * static_cast<double>(md.block.total() - md.block_inactive_params()) + 4 * qw)
                                    : drops_scores ? static_cast<double>(md.depth) * 4 * qw : 0) +
