@@ -59,7 +59,8 @@ std::string text(const strategy_desc& s) {
 }
 
 std::string layout_text(const validation::published_run& r) {
-  std::string t = "tp" + std::to_string(r.tp) + (r.sp == 1 ? "+sp" : "") + " pp" + std::to_string(r.pp) + " dp" + std::to_string(r.dp);
+  std::string t = "tp" + std::to_string(r.tp) + (r.sp == 1 ? "+sp" : "") + (r.cp > 1 ? " cp" + std::to_string(r.cp) : "") + " pp" +
+                  std::to_string(r.pp) + " dp" + std::to_string(r.dp);
   t += r.zero >= 0 ? " z" + std::to_string(r.zero) : " z?";
   t += r.micro > 0 ? " b" + std::to_string(r.micro) : " b?";
   t += " B" + std::to_string(r.batch) + " s" + std::to_string(r.seq);

@@ -51,6 +51,7 @@ struct published_run {
   const char* stack;     ///< stack profile (stack_profile.hpp)
   bool calibration_row;  ///< the row the stack's factor was fitted on (not counted in the statistics)
   const char* note;
+  std::size_t cp = 1;    ///< context-parallel ranks (GPUs = tp·cp·pp·dp)
 };
 
 constexpr metric TF = metric::tflops_megatron, SEC = metric::step_seconds, TOK = metric::tokens_per_gpu, MFU = metric::mfu;
@@ -133,6 +134,9 @@ inline std::vector<published_run> published_runs() {
   r.push_back({"llama3", "Table 4", "Llama 3 405B", true, 126, 16384, 128, 8, 53248, 128256, 0, "h100-sxm", 0, 16384, 8, 16,
                128, -1, 1, 2048, 8192, -1, 1, -1, true, true, true, true, MFU, 0.41, "megatron", false,
                "126 layers on 16 stages (uneven); MFU against 989 TFLOP/s"});
+  r.push_back({"llama3", "Table 4", "Llama 3 405B", true, 126, 16384, 128, 8, 53248, 128256, 0, "h100-sxm", 0, 16384, 8, 16,
+               8, -1, 1, 128, 131072, -1, 1, -1, true, true, true, true, MFU, 0.38, "megatron", false,
+               "context parallelism 16 at sequence 131072; 126 layers on 16 stages (uneven)", 16});
   // ---- MosaicML llm-foundry (MPT), A100 80GB ----
   r.push_back(mpt("MPT 1B", 24, 2048, 16, "a100-80gb", 8, 2048, 14, 448, false, 20513));
   r.push_back(mpt("MPT 3B", 32, 2560, 20, "a100-80gb", 8, 2048, 10, 160, false, 10811));
@@ -188,12 +192,24 @@ inline job_options job_of(const published_run& r) {
   return j;
 }
 
+/// Context parallelism as search limits, where the cost model has it (search_options::fixed_cp).
+template <class O>
+bool pin_cp(O& o, std::size_t cp, bool pin) {
+  if constexpr (requires { o.fixed_cp = cp; o.max_cp = cp; }) {
+    if (cp > 1) (pin ? o.fixed_cp : o.max_cp) = cp;
+    return true;
+  } else {
+    return cp == 1;
+  }
+}
+
 /// The published layout as search limits: what the source gives is pinned, the rest searched.
 inline search_options pinned_options(const published_run& r) {
   search_options o{};
   o.job = job_of(r);
   o.flash = r.flash;
   o.fixed_tp = r.tp, o.fixed_pp = r.pp, o.fixed_dp = r.dp, o.fixed_ep = 1;
+  pin_cp(o, r.cp, true);
   if (r.micro > 0) o.fixed_micro = static_cast<std::size_t>(r.micro), o.max_micro = std::max<std::size_t>(o.max_micro, o.fixed_micro);
   if (r.zero >= 0) o.fix_zero = true, o.zero = static_cast<std::size_t>(r.zero);
   if (r.recompute >= 0) o.fix_recompute = true, o.recompute = static_cast<recompute_kind>(r.recompute);
@@ -209,6 +225,7 @@ inline search_options free_options(const published_run& r) {
   o.job = job_of(r);
   o.flash = r.flash;
   o.fixed_ep = 1;
+  pin_cp(o, r.cp, false);  // the search may try context parallelism up to the published degree
   return o;
 }
 
@@ -251,7 +268,7 @@ void fsdp_units(S& s) {
 /// search tries (1, 2, 4, 8) and nothing else is left open.
 inline bool direct(const published_run& r) {
   const bool searchable = r.micro <= 0 || ((r.micro & (r.micro - 1)) == 0 && r.micro <= 8);
-  return !searchable && r.zero >= 0 && r.recompute >= 0 && (r.sp >= 0 || r.tp == 1) && r.pp == 1;
+  return !searchable && r.cp == 1 && r.zero >= 0 && r.recompute >= 0 && (r.sp >= 0 || r.tp == 1) && r.pp == 1;
 }
 inline strategy_desc published_strategy(const published_run& r) {
   strategy_desc s{};
@@ -265,6 +282,12 @@ inline strategy_desc published_strategy(const published_run& r) {
 inline row_result evaluate(const published_run& r) {
   row_result out;
   const model_desc md = model_of(r);
+  search_options probe{};
+  if (!pin_cp(probe, r.cp, true)) {
+    out.expressible = false;
+    out.why = "context parallelism not expressible";
+    return out;
+  }
   if (r.layers % r.pp != 0) {
     out.expressible = false;
     out.why = std::to_string(r.layers) + " layers on " + std::to_string(r.pp) + " stages: uneven stages not expressible";
