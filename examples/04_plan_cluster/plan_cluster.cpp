@@ -107,7 +107,7 @@ const char* usage =
     "            --recompute none|selective|full\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
     "            --flash (the flash_attention option: row statistics kept, not probabilities; recompute none|full)\n"
-    "  stack:    --stack megatron|deepspeed|fsdp-h100 (efficiency profile, docs/planner.md)\n"
+    "  profile:  --stack megatron|deepspeed|fsdp-h100 (efficiency profile, docs/planner.md)\n"
     "            --calibrate TOKENS_PER_S [--calibrate-factor gemm|comm|memory]: fit the profile's factor to one\n"
     "            measured step of the layout given by --tp --pp --dp [--micro-batch --zero --recompute ...]\n"
     "  compare:  --max-nodes N --lead-days D (cluster) --mono-memory-gb --mono-tflops --mono-bandwidth-tbs\n"
