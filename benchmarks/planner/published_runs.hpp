@@ -5,8 +5,9 @@
 // table from it and tests/planner/test_published_runs.cpp re-runs every row and checks the error
 // bounds the page states. Every row names its source (paper and table, or repository and file);
 // where a source leaves a choice open (micro-batch, schedule, recompute) the row says so and the
-// search picks it, shown in the table. Nothing here is fitted per row: the only fitted number is
-// the `fsdp-h100` stack's GEMM factor, from the one row marked as its calibration row.
+// search picks it, shown in the table. Nothing here is fitted per row: the only fitted numbers are
+// the `deepspeed` and `fsdp-h100` stacks' GEMM factors, each from the one row marked as its
+// calibration row (left out of the statistics).
 #include <weft/planner/run_cost.hpp>
 #include <weft/planner/search.hpp>
 #include <weft/planner/stack_profile.hpp>

@@ -18,7 +18,8 @@
 //
 // `calibrate` fits one factor from one measured step of a known layout: the factor at which the
 // predicted tokens/s equals the measured one (bisection; the step time falls monotonically as the
-// factor grows). One measurement fits one factor; the others stay the profile's.
+// factor grows). One measurement fits one factor; the others stay the profile's. The curve's
+// shape (its half-points m0 = n0 = k0) is not a factor: estimate_step takes the device class's.
 #include "weft/planner/cluster.hpp"     // cluster
 #include "weft/planner/model_desc.hpp"  // model_desc, strategy_desc, batch_desc
 #include "weft/planner/step_cost.hpp"   // estimate_step, job_options
