@@ -309,3 +309,43 @@ TEST_CASE("context parallelism: s/cp tokens a rank, the ring's K/V traffic expos
   CHECK(with_cp.evaluated > plain.evaluated);
   CHECK(plain.best().strategy.cp == 1);
 }
+
+// ---- uneven pipeline stages ----
+
+TEST_CASE("uneven stages: 70 blocks on 12 stages, 5 on the first and the last", "[planner][terms][stages]") {
+  const model_desc md = gpt_desc(70, 8192, 64, 51200, 2048);
+  strategy_desc s{};
+  s.tp = 8, s.pp = 12, s.dp = 1, s.micro = 1, s.microbatches = 24, s.recompute = recompute_kind::full;
+  CHECK_FALSE(s.stages_cover(70));
+  s.first_stage_layers = 5, s.last_stage_layers = 5;
+  REQUIRE(s.stages_cover(70));
+  CHECK(s.middle_stage_layers(70) == 6);
+  CHECK(s.stage_layers(70, 0) == 5);
+  CHECK(s.stage_layers(70, 11) == 5);
+  // memory: stage 0 holds 5 blocks' parameters and the embeddings
+  const stage_memory m0 = stage_memory_at(md, 2048, s, {}, 0);
+  CHECK(m0.params == 5 * md.block.per_rank(8) + md.pre.per_rank(8));
+  CHECK(m0.layers == 5);
+  // time: the slowest stage paces the pipeline — a middle one (6 blocks) or the last (5 and the
+  // head): the compute is M·(3·fwd·L + head) with L and the head of that stage
+  const cluster c = presets::a100_80gb(12);
+  const step_cost st = estimate_step(md, 2048, s, c);
+  strategy_desc even = s;  // the same blocks per stage everywhere: 6, on 72 blocks
+  even.first_stage_layers = even.last_stage_layers = 0;
+  const model_desc md72 = gpt_desc(72, 8192, 64, 51200, 2048);
+  const step_cost e72 = estimate_step(md72, 2048, even, c);
+  // fwd of a block is the same; 72 blocks on 12 even stages: 6 blocks + the head on the last
+  const double fwd3 = e72.seconds(cost_part::recompute) / 24 / 6 * 3;  // 3·fwd of one block
+  const double head72 = e72.seconds(cost_part::compute) / 24 - 6 * fwd3;
+  REQUIRE(head72 > 0);
+  const double slowest = std::max(6 * fwd3, 5 * fwd3 + head72);
+  CHECK(st.seconds(cost_part::compute) / 24 == Approx(slowest));
+  // the search takes pinned uneven stages where pp does not divide the depth
+  search_options o{};
+  o.fixed_tp = 8, o.fixed_pp = 12, o.first_stage_layers = 5, o.last_stage_layers = 5;
+  const auto r = search<1>(md, {96, 2048}, c, o);
+  REQUIRE(r.found());
+  CHECK(r.best().strategy.first_stage_layers == 5);
+  o.first_stage_layers = o.last_stage_layers = 0;
+  CHECK_FALSE(search<1>(md, {96, 2048}, c, o).found());
+}

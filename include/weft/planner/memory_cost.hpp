@@ -62,7 +62,9 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
                                    md.head_dim};
   stage_memory m{};
   m.stage = st;
-  m.params = md.stage_params(st, s.pp, s.tp, s.ep);  // E/ep experts per moe_mlp under expert parallelism
+  // E/ep experts per moe_mlp under expert parallelism; uneven stages: the stage's own blocks
+  m.params = s.uneven() ? md.stage_params(st, s.pp, s.tp, s.ep, s.stage_layers(md.depth, st))
+                        : md.stage_params(st, s.pp, s.tp, s.ep);
   // ZeRO shards over dp, experts and the rest alike (memory_model: the dense states are
   // replicated over the ep ranks of an expert group).
   const model_state_bytes ms = zero_model_states(m.params, p.states, s.zero, shards);
@@ -76,7 +78,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   // two blocks (one written by backward, one being reduce-scattered), beside the stage's layers
   // outside the block stack (embeddings, head: the root unit, held whole).
   const bool units = s.zero >= 3 && s.zero3_holds == zero3_buffers::per_layer_units && shards > 1;
-  const std::size_t stage_blocks = md.depth / s.pp;
+  const std::size_t stage_blocks = s.stage_layers(md.depth, st);
   const bool layer_by_layer = units ? stage_blocks >= 2 : s.pp == 1 && s.ep == 1 && md.depth >= 2;
   const std::size_t block = units ? md.rank_block_params(s.tp, s.ep) : md.block.per_rank(s.tp);
   if (units && layer_by_layer && stage_blocks * block <= m.params) {
@@ -89,7 +91,7 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   }
   m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, shards, s.bucket_bytes,
                                    layer_by_layer ? block : 0);
-  const std::size_t per_chunk = md.depth / (s.pp * v);
+  const std::size_t per_chunk = s.uneven() ? s.stage_layers(md.depth, st) : md.depth / (s.pp * v);
   m.layers = per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;
   // flash: row log-sum-exp and an output copy instead of the probabilities (a selective policy
@@ -121,7 +123,13 @@ constexpr stage_memory peak_stage_memory(const model_desc& md, std::size_t seq, 
   const stage_memory first = stage_memory_of(md, seq, s, p, sets, 0);
   if (s.pp == 1) return first;
   const stage_memory last = stage_memory_of(md, seq, s, p, sets, s.pp - 1);
-  return last.total() > first.total() ? last : first;
+  const stage_memory& edge = last.total() > first.total() ? last : first;
+  if (!s.uneven() || s.pp < 3) return edge;
+  // uneven stages: a middle one may hold more blocks; stage 1 holds the most sets among them
+  const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
+  const std::size_t sets1 = peak_activation_sets(s.schedule, s.pp, s.microbatches, v, 1);
+  const stage_memory mid = stage_memory_of(md, seq, s, p, activation_sets{sets1, sets1, sets1, sets1}, 1);
+  return mid.total() > edge.total() ? mid : edge;
 }
 constexpr stage_memory peak_stage_memory(const model_desc& md, std::size_t seq, const strategy_desc& s,
                                          const precision_desc& p = {}) noexcept {

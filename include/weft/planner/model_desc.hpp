@@ -76,11 +76,16 @@ struct model_desc {
   /// Parameter elements one tensor-parallel rank of stage `s` of `pp` holds (model_partition::stage_params).
   /// With expert parallelism over `ep` ranks, a rank holds E/ep experts of each of its stage's
   /// moe_mlp layers (the experts are replicated over tp: their parameters are whole on every tp rank).
-  constexpr std::size_t stage_params(std::size_t s, std::size_t pp, std::size_t tp, std::size_t ep = 1) const noexcept {
-    std::size_t n = (depth / pp) * block.per_rank(tp);
+  /// `layers`: the stage's blocks when the stages are uneven (strategy_desc::stage_layers; default
+  /// depth / pp).
+  constexpr std::size_t stage_params(std::size_t s, std::size_t pp, std::size_t tp, std::size_t ep = 1,
+                                     std::size_t layers = static_cast<std::size_t>(-1)) const noexcept {
+    const bool even = layers == static_cast<std::size_t>(-1);
+    std::size_t n = (even ? depth / pp : layers) * block.per_rank(tp);
     if (s == 0) n += pre.per_rank(tp);
     if (s + 1 == pp) n += post.per_rank(tp) + (pp > 1 ? (tied_table + tp - 1) / tp : 0);
-    if (ep > 1) n -= stage_expert_params(pp) - stage_expert_params(pp, ep);
+    if (ep > 1 && even) n -= stage_expert_params(pp) - stage_expert_params(pp, ep);
+    if (ep > 1 && !even && depth > 0) n -= layers * (stage_expert_params(1) - stage_expert_params(1, ep)) / depth;
     return n;
   }
   /// Parameter elements of one block on one rank: its tensor-parallel shard, and under expert
@@ -283,6 +288,34 @@ struct strategy_desc {
   /// when not interleaved) recomputed whole, the others keeping all they compute — Megatron-LM's
   /// `--recompute-method block --recompute-num-layers N`. 0: all of them (full recompute).
   std::size_t recompute_layers = 0;
+  /// Uneven pipeline stages (Megatron-LM's --decoder-first-pipeline-num-layers and
+  /// --decoder-last-pipeline-num-layers): the blocks of the first and of the last stage (0: as
+  /// the others); the other stages split the rest evenly. Not with interleaving.
+  std::size_t first_stage_layers = 0, last_stage_layers = 0;
+  constexpr bool uneven() const noexcept { return pp > 1 && (first_stage_layers != 0 || last_stage_layers != 0); }
+  /// Blocks of each stage but a given first or last one.
+  constexpr std::size_t middle_stage_layers(std::size_t depth) const noexcept {
+    if (!uneven()) return depth / pp;
+    const std::size_t given = first_stage_layers + last_stage_layers;
+    const std::size_t rest = pp - (first_stage_layers ? 1 : 0) - (last_stage_layers ? 1 : 0);
+    return rest == 0 || given > depth ? 0 : (depth - given) / rest;
+  }
+  /// Blocks of stage `st` (depth / pp unless uneven).
+  constexpr std::size_t stage_layers(std::size_t depth, std::size_t st) const noexcept {
+    if (st == 0 && first_stage_layers && pp > 1) return first_stage_layers;
+    if (st + 1 == pp && last_stage_layers && pp > 1) return last_stage_layers;
+    return middle_stage_layers(depth);
+  }
+  /// Whether the stages cover `depth` blocks: even (pp divides it), or the given first and last
+  /// stages and an even split of the rest (every stage at least one block; no interleaving).
+  constexpr bool stages_cover(std::size_t depth) const noexcept {
+    if (!uneven()) return depth % pp == 0;
+    if (schedule == schedule_kind::interleaved && chunks > 1) return false;
+    const std::size_t given = first_stage_layers + last_stage_layers;
+    const std::size_t rest = pp - (first_stage_layers ? 1 : 0) - (last_stage_layers ? 1 : 0);
+    if (given >= depth) return rest == 0 && given == depth;
+    return rest > 0 && (depth - given) % rest == 0;
+  }
   /// Blocks of a chunk of `per_chunk` that recompute their forward (0 unless recompute full).
   constexpr std::size_t recomputed_layers(std::size_t per_chunk) const noexcept {
     if (recompute != recompute_kind::full) return 0;

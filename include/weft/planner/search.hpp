@@ -72,6 +72,9 @@ struct search_options {
   /// (1: none, the space unchanged); fixed_cp pins it.
   std::size_t max_cp = 1;
   std::size_t fixed_cp = 0;
+  /// Uneven stages (strategy_desc::first_stage_layers, last_stage_layers) for every pp > 1
+  /// candidate whose stages they cover (pp need not divide the depth then); 0: even.
+  std::size_t first_stage_layers = 0, last_stage_layers = 0;
 };
 
 /// A priced strategy.
@@ -150,7 +153,10 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
     if (batch.seq % cp != 0 || n % (tp * cp) != 0) continue;
     for (std::size_t pp = 1; pp <= md.depth; ++pp) {
       if (o.fixed_pp != 0 && pp != o.fixed_pp) continue;
-      if (md.depth % pp != 0 || n % (tp * cp * pp) != 0) continue;
+      if (n % (tp * cp * pp) != 0) continue;
+      strategy_desc cut{};  // the stages' blocks: even, or the pinned first and last
+      cut.pp = pp, cut.first_stage_layers = o.first_stage_layers, cut.last_stage_layers = o.last_stage_layers;
+      if (!cut.stages_cover(md.depth)) continue;
       // ep: 1, and for a mixture of experts every divisor of the experts (a dense model: 1 only)
       const std::size_t ep_top = md.moe_layers > 0 && md.experts > 0 ? md.experts : 1;
       for (std::size_t ep = 1; ep <= ep_top; ++ep) {
@@ -166,6 +172,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
           for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
             strategy_desc s{};
             s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.cp = cp, s.micro = b, s.microbatches = m;
+            if (pp > 1) s.first_stage_layers = o.first_stage_layers, s.last_stage_layers = o.last_stage_layers;
             if (si == 0) {
               if (m < pp) continue;
               s.schedule = schedule_kind::one_f_one_b;
@@ -174,7 +181,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
               s.schedule = schedule_kind::gpipe;
             } else {
               const std::size_t v = si;  // 2..max_chunks
-              if (!o.allow_interleaved || pp < 2 || m % pp != 0 || md.depth % (pp * v) != 0) continue;
+              if (!o.allow_interleaved || pp < 2 || m % pp != 0 || md.depth % (pp * v) != 0 || s.uneven()) continue;
               s.schedule = schedule_kind::interleaved, s.chunks = v;
             }
             if (o.fix_schedule && (s.schedule != o.schedule || (pp == 1 && o.schedule != schedule_kind::one_f_one_b))) continue;
@@ -191,7 +198,10 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
                   if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
                   s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc, s.flash = o.flash;
                   s.recompute_layers = rc == recompute_kind::full ? o.recompute_layers : 0;
-                  const std::size_t per_chunk = md.depth / (pp * s.chunks);
+                  std::size_t per_chunk = md.depth / (pp * s.chunks);
+                  if (s.uneven())  // recompute_layers counts a stage's blocks: the largest stage's bound it
+                    for (std::size_t st : {std::size_t{0}, std::size_t{1}, pp - 1})
+                      if (s.stage_layers(md.depth, st) > per_chunk) per_chunk = s.stage_layers(md.depth, st);
                   if (rc == recompute_kind::full && o.partial_recompute && o.recompute_layers == 0 && per_chunk > 1) {
                     // the fewest recomputed blocks a chunk that fit: memory falls with their number (bisection)
                     std::size_t lo = 1, hi = per_chunk;

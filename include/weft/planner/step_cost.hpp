@@ -216,7 +216,7 @@ constexpr zero3_times zero3_schedule(const model_desc& md, const strategy_desc& 
                                      double layer_rc, const precision_desc& p, const link_spec& dl, bool overlap) noexcept {
   zero3_times z{};
   if (s.dp <= 1) return z;
-  const double layers = static_cast<double>(md.depth / s.pp);
+  const double layers = static_cast<double>(s.stage_layers(md.depth, 0));
   double blk = static_cast<double>(md.rank_block_params(s.tp, s.ep));
   if (blk * layers > psi) blk = psi / layers;
   const double root = psi - blk * layers;
@@ -260,7 +260,19 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double peak = half ? c.peak_flops_16 : c.peak_flops_32;
   const gemm_curve curve = c.cpu ? cpu_gemm_curve() : gpu_gemm_curve();
   const std::size_t v = s.schedule == schedule_kind::interleaved ? s.chunks : 1;
-  const double layers = static_cast<double>(md.depth / s.pp);
+  // The stage that paces the pipeline: the last (its blocks and the head) unless uneven stages
+  // make the first or a middle one slower (compared by blocks, a block's time being the same
+  // everywhere, with the head as `head_blocks` of them).
+  double layers = static_cast<double>(md.depth / s.pp);
+  bool paced_by_last = true;
+  const auto pace = [&](double head_blocks) {
+    if (!s.uneven()) return;
+    const double lf = static_cast<double>(s.stage_layers(md.depth, 0)), lm = static_cast<double>(s.middle_stage_layers(md.depth));
+    const double ll = static_cast<double>(s.stage_layers(md.depth, s.pp - 1)) + head_blocks;
+    const double most = lf > lm ? lf : lm;
+    paced_by_last = ll >= most || s.pp == 1;
+    layers = paced_by_last ? ll - head_blocks : (s.pp == 2 ? lf : most);
+  };
   const double M = static_cast<double>(s.microbatches), P = static_cast<double>(s.pp), V = static_cast<double>(v);
   const double e = static_cast<double>(p.element_bytes);
   const double h = static_cast<double>(md.width), sq = static_cast<double>(seq), b = static_cast<double>(s.micro);
@@ -275,7 +287,9 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
                       detail::layer_forward_elementwise_bytes(md, seq, s, o, true) / c.memory_bandwidth;
   // The embedding is a look-up; the head's GEMM (m, vocab/t, h), forward and backward, runs on
   // the last stage, which it makes the slowest: the pipeline moves at that stage's pace.
-  const double head = 3 * gemm_seconds(b * sq, static_cast<double>(md.vocab) / t, h, peak, curve);
+  const double head_all = 3 * gemm_seconds(b * sq, static_cast<double>(md.vocab) / t, h, peak, curve);
+  pace(fwd > 0 ? head_all / (3 * fwd) : 0);
+  const double head = paced_by_last ? head_all : 0;
   const double t_mb = 3 * fwd * layers + head;
   // flash_attention: backward recomputes the scores Q·Kᵀ (and their softmax) from the rows'
   // log-sum-exp, on top of any policy (full re-runs a flash forward, whose backward recomputes
@@ -288,7 +302,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const bool drops_scores = s.recompute == recompute_kind::selective && !s.flash;  // selective + flash = flash alone
   // full recompute re-runs the forward of rc_layers of the stage's blocks (all, unless partial:
   // strategy_desc::recompute_layers a chunk)
-  const double rc_layers = V * static_cast<double>(s.recomputed_layers(md.depth / (s.pp * v)));
+  const double rc_layers = V * static_cast<double>(s.recomputed_layers(s.uneven() ? static_cast<std::size_t>(layers) : md.depth / (s.pp * v)));
   const double rc_share = layers > 0 ? rc_layers / layers : 0;
   const double t_rc = fwd * rc_layers + ((drops_scores ? attn : 0) + scores) * layers;
 
@@ -319,7 +333,7 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // Each tp rank exchanges the micro-batch's rows with the ranks of the same tp index (the
   // mixture of experts is replicated over tp); a stage routes through its own moe_mlp layers only.
   const link_spec el = axis_link(c, s.ep, s.tp * s.cp);
-  const double stage_share = static_cast<double>(md.depth / s.pp) / static_cast<double>(md.depth);
+  const double stage_share = layers / static_cast<double>(md.depth);
   const double routed = b * sq * static_cast<double>(md.routed_width) * stage_share * e;
   const double t_ep = (4 + 2 * rc_share) * all_to_all_seconds(routed, s.ep, el);
 
@@ -338,7 +352,8 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   sd.dp = s.dp * s.cp;
   const std::size_t dpn = sd.dp;
   const link_spec dl = axis_link(c, dpn, s.tp * s.ep);
-  const double psi = static_cast<double>(md.stage_params(0, s.pp, s.tp, s.ep));
+  const double psi = static_cast<double>(s.uneven() ? md.stage_params(0, s.pp, s.tp, s.ep, s.stage_layers(md.depth, 0))
+                                                    : md.stage_params(0, s.pp, s.tp, s.ep));
   const double gb = psi * static_cast<double>(p.states.grads), pb = psi * static_cast<double>(p.states.params);
   double grad = 0, param = 0, window = 0;  // `window`: compute the gradient traffic may hide behind
   double z3_total = 0, z3_exposed = 0;     // ZeRO-3: its schedule's collectives, and what of them is exposed
