@@ -10,8 +10,17 @@
  * Then both steps again on 1 thread and on 2 (OpenMP, which the OpenMP build of OpenBLAS shares),
  * interleaved, so the speed-up of 2 threads over 1 is measured under the same load.
  * Target: (a) >= 1.6x on 2 threads (llm.c's CPU trainer: 1.7x).
+ * Then precision<bf16, f32> against f32 for both shapes, and PyTorch CPU's step on the same
+ * shapes (benchmarks/peer_torch_host_step.py: eager, f32 and bf16 autocast, denormals flushed,
+ * fused AdamW, same thread count) when python3 imports torch, all alternated round by round
+ * (best of `prec_rounds` each) so the ratios see the same machine load. It ends with two lines
+ * a script can read:
+ *   bf16 over f32 (a): N.NNx
+ *   bf16 over PyTorch bf16 (a): N.NNx        (or "bf16 over PyTorch bf16 (a): skipped (why)")
+ * Targets (a): bf16 >= 2x weft's f32; >= 1.5x PyTorch bf16 autocast.
+ * WEFT_BENCH_PYTHON names the interpreter (default python3); WEFT_BENCH_NO_PEER=1 skips the peer.
  *
- *   build/benchmarks/bench_host_step [steps_a=3] [steps_b=8] [rounds=2]
+ *   build/benchmarks/bench_host_step [steps_a=3] [steps_b=8] [rounds=2] [prec_rounds=2]
  */
 #include <weft/weft.hpp>
 
@@ -19,6 +28,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -78,6 +88,45 @@ using gpt2_124m = gpt<gpt_config<vocab<50257>, context<1024>, width<768>, heads<
 using plan_a = plan<gpt2_124m, batch<micro<4>, seq<64>>>;
 using small_256 = gpt<gpt_config<vocab<256>, context<128>, width<256>, heads<4>, depth<4>>>;
 using plan_b = plan<small_256, batch<micro<8>, seq<128>>>;
+using plan_a16 = plan<gpt2_124m, batch<micro<4>, seq<64>>, precision<bf16, f32>>;
+using plan_b16 = plan<small_256, batch<micro<8>, seq<128>>, precision<bf16, f32>>;
+
+// ---- PyTorch CPU on the same shape: ms/step for f32 and bf16 autocast, or why not ----
+struct peer_result {
+  double f32_ms = 0, bf16_ms = 0;
+  std::string why;  // empty when both were measured
+};
+
+static peer_result peer_torch(const char* shape_args, std::size_t steps, int threads) {
+  peer_result r;
+  if (const char* no = std::getenv("WEFT_BENCH_NO_PEER"); no != nullptr && *no != '\0' && *no != '0') {
+    r.why = "WEFT_BENCH_NO_PEER is set";
+    return r;
+  }
+  const char* py = std::getenv("WEFT_BENCH_PYTHON");
+  const std::string cmd = std::string(py != nullptr ? py : "python3") + " " WEFT_SOURCE_DIR
+                          "/benchmarks/peer_torch_host_step.py " + shape_args + " --steps " + std::to_string(steps) +
+                          " --threads " + std::to_string(threads) + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) {
+    r.why = "could not start python";
+    return r;
+  }
+  char line[512];
+  std::string last;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    double ms = 0;
+    if (std::sscanf(line, "peer torch f32 ms %lf", &ms) == 1) r.f32_ms = ms;
+    else if (std::sscanf(line, "peer torch bf16 ms %lf", &ms) == 1) r.bf16_ms = ms;
+    else last = line;
+  }
+  const int rc = pclose(f);
+  if (r.f32_ms <= 0 || r.bf16_ms <= 0) {
+    while (!last.empty() && (last.back() == '\n' || last.back() == '\r')) last.pop_back();
+    r.why = rc != 0 && !last.empty() ? last : "no timings from " WEFT_SOURCE_DIR "/benchmarks/peer_torch_host_step.py";
+  }
+  return r;
+}
 
 int main(int argc, char** argv) {
   const std::size_t steps_a = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 3;
@@ -122,5 +171,50 @@ int main(int argc, char** argv) {
   std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(a) GPT-2 124M, 4 x 64", a1, a2, a1 / a2);
   std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(b) L4 W256 H4 V256, 8 x 128", b1, b2, b1 / b2);
   std::printf("target (a) >= 1.6x on 2 threads: %s\n", a1 / a2 >= 1.6 ? "met" : "NOT met");
+
+  // ---- precision: f32 and bf16, weft and PyTorch, alternated round by round (best of each) ----
+  const std::size_t prec_rounds = argc > 4 ? std::strtoul(argv[4], nullptr, 10) : 2;
+  const char* shape_a = "--vocab 50257 --context 1024 --width 768 --heads 12 --depth 12 --batch 4 --seq 64";
+  const char* shape_b = "--vocab 256 --context 128 --width 256 --heads 4 --depth 4 --batch 8 --seq 128";
+  double wa32 = 1e300, wa16 = 1e300, wb32 = 1e300, wb16 = 1e300;
+  double pa32 = 1e300, pa16 = 1e300, pb32 = 1e300, pb16 = 1e300;
+  std::string peer_why;
+  for (std::size_t r = 0; r < std::max<std::size_t>(prec_rounds, 1); ++r) {
+    wa32 = std::min(wa32, bench<plan_a>("", steps_a, true).ms);
+    wa16 = std::min(wa16, bench<plan_a16>("", steps_a, true).ms);
+    wb32 = std::min(wb32, bench<plan_b>("", steps_b, true).ms);
+    wb16 = std::min(wb16, bench<plan_b16>("", steps_b, true).ms);
+    if (peer_why.empty()) {
+      const peer_result pa = peer_torch(shape_a, steps_a, host_threads());
+      const peer_result pb = pa.why.empty() ? peer_torch(shape_b, steps_b, host_threads()) : pa;
+      peer_why = !pa.why.empty() ? pa.why : pb.why;
+      if (peer_why.empty()) {
+        pa32 = std::min(pa32, pa.f32_ms), pa16 = std::min(pa16, pa.bf16_ms);
+        pb32 = std::min(pb32, pb.f32_ms), pb16 = std::min(pb16, pb.bf16_ms);
+      }
+    }
+  }
+  std::printf("\nprecision (%s; bf16 products: %s; best of %zu rounds, alternated):\n", host_backend_summary().c_str(),
+              host_bf16_product_summary().c_str(), std::max<std::size_t>(prec_rounds, 1));
+  std::printf("%-34s %12s %12s %10s\n", "configuration", "f32 ms", "bf16 ms", "bf16/f32");
+  std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(a) weft, GPT-2 124M, 4 x 64", wa32, wa16, wa32 / wa16);
+  std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(b) weft, L4 W256 H4 V256, 8 x 128", wb32, wb16, wb32 / wb16);
+  if (peer_why.empty()) {
+    std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(a) PyTorch CPU eager", pa32, pa16, pa32 / pa16);
+    std::printf("%-34s %12.1f %12.1f %9.2fx\n", "(b) PyTorch CPU eager", pb32, pb16, pb32 / pb16);
+    std::printf("weft over PyTorch: (a) f32 %.2fx, bf16 %.2fx; (b) f32 %.2fx, bf16 %.2fx\n", pa32 / wa32, pa16 / wa16,
+                pb32 / wb32, pb16 / wb16);
+    std::printf("targets (a): bf16 >= 2x weft f32: %s; bf16 >= 1.5x PyTorch bf16: %s; f32 >= 1.3x PyTorch f32: %s\n",
+                wa32 / wa16 >= 2.0 ? "met" : "NOT met", pa16 / wa16 >= 1.5 ? "met" : "NOT met",
+                pa32 / wa32 >= 1.3 ? "met" : "NOT met");
+  } else {
+    std::printf("PyTorch CPU peer: skipped (%s)\n", peer_why.c_str());
+    std::printf("target (a): bf16 >= 2x weft f32: %s\n", wa32 / wa16 >= 2.0 ? "met" : "NOT met");
+  }
+  std::printf("bf16 over f32 (a): %.2fx\n", wa32 / wa16);
+  if (peer_why.empty())
+    std::printf("bf16 over PyTorch bf16 (a): %.2fx\n", pa16 / wa16);
+  else
+    std::printf("bf16 over PyTorch bf16 (a): skipped (%s)\n", peer_why.c_str());
   return 0;
 }

@@ -153,8 +153,11 @@ using f16_format = format16<5, 10>;
 // non-NaN float, including subnormals and the carry into infinity.
 WEFT_HOST_DEVICE constexpr std::uint16_t float_to_bf16_bits(float x) noexcept {
   const auto bits = detail::bit_cast<std::uint32_t>(x);
-  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) return bf16_format::narrow<8, 23>(bits);  // NaN
-  return static_cast<std::uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+  // Branch-free, so loops of conversions vectorise (AVX-512 on the host step's hot loops).
+  // NaN: sign, top payload bits and the quiet bit, as bf16_format::narrow<8, 23> gives.
+  const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+  const std::uint32_t nan = (bits >> 16) | 0x40u;
+  return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
 }
 
 }  // namespace detail
