@@ -349,3 +349,36 @@ TEST_CASE("uneven stages: 70 blocks on 12 stages, 5 on the first and the last", 
   o.first_stage_layers = o.last_stage_layers = 0;
   CHECK_FALSE(search<1>(md, {96, 2048}, c, o).found());
 }
+
+// ---- DeepSeek-style mixtures: shared experts, dense first blocks ----
+
+TEST_CASE("moe: shared experts and dense first blocks, counted and priced", "[planner][terms][moe]") {
+  const std::size_t L = 4, h = 512, E = 8, k = 2, f = 256, shared = 256, D = 1, df = 1024;
+  const model_desc routed = moe_llama_desc(L, h, 8, 8, 1000, 256, E, k, f);
+  const model_desc md = with_shared_and_dense(routed, shared, D, df);
+  // by hand: attention and norms in every block, (L - D) mixtures (router, E SwiGLU experts, the
+  // shared SwiGLU expert), D dense SwiGLU MLPs, the embeddings and head
+  const double attn = 2.0 * h + 4.0 * h * h;
+  const double mix = E * h + E * 3.0 * h * f + 3.0 * h * shared;
+  const double hand = 1000.0 * h + (h + 1000.0 * h) + L * attn + (L - D) * mix + D * 3.0 * h * df;
+  CHECK(static_cast<double>(md.params()) == Approx(hand).epsilon(1e-6));
+  CHECK(md.moe_layers == 3);
+  CHECK(md.expert_params == 3 * E * 3 * h * f);
+  // a token uses k of E experts in each of the L - D mixtures: the inactive ones are not FLOPs
+  const double active = hand - (L - D) * (E - k) * 3.0 * h * f - 1000.0 * h;  // less the looked-up table
+  CHECK(md.flops_per_token(256) == Approx(6 * active + 12.0 * L * h * 256).epsilon(1e-6));
+  // every block dense: the GEMMs of a dense LLaMA of width df
+  strategy_desc s{};
+  s.tp = 2, s.micro = 2;
+  const gemm_curve g = gpu_gemm_curve();
+  const model_desc all_dense = with_shared_and_dense(routed, shared, L, df);
+  const model_desc llama = llama_desc(L, h, 8, 8, 1000, 256, df);
+  CHECK(detail::layer_forward_gemm_seconds(all_dense, 256, s, 312e12, g, false, 256) ==
+        Approx(detail::layer_forward_gemm_seconds(llama, 256, s, 312e12, g, false, 256)));
+  // the shared expert adds its two products (whole on each tp rank) to each mixture block
+  const model_desc no_shared = with_shared_and_dense(routed, 0, D, df);
+  const double m = 2 * 256.0;
+  CHECK(detail::layer_forward_gemm_seconds(md, 256, s, 312e12, g, false, 256) -
+            detail::layer_forward_gemm_seconds(no_shared, 256, s, 312e12, g, false, 256) ==
+        Approx(0.75 * (gemm_seconds(m, 2.0 * shared, h, 312e12, g) + gemm_seconds(m, h, shared, 312e12, g))));
+}

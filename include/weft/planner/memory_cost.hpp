@@ -97,6 +97,14 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   // flash: row log-sum-exp and an output copy instead of the probabilities (a selective policy
   // then keeps what none keeps; full keeps the layer inputs either way)
   m.layer_bytes = layer_activation_bytes(dims, s.tp, s.sequence_parallel, s.recompute, s.flash);
+  if (md.dense_layers > 0 && md.experts > 0 && md.depth > 0) {
+    // dense first blocks (with_shared_and_dense): the mean of a dense and a moe block's
+    layer_activation_dims dense = dims;
+    dense.experts = 0, dense.top_k = 0, dense.expert_in = 0, dense.shared_kept = 0, dense.ffn = md.dense_ffn;
+    dense.gated = md.expert_in == 2 * md.ffn;
+    const std::size_t d = layer_activation_bytes(dense, s.tp, s.sequence_parallel, s.recompute, s.flash);
+    m.layer_bytes = (md.dense_layers * d + (md.depth - md.dense_layers) * m.layer_bytes) / md.depth;
+  }
   const std::size_t rc_layers = s.recomputed_layers(per_chunk);
   if (s.recompute == recompute_kind::full && rc_layers < per_chunk) {
     // partial recomputation: rc_layers blocks keep their input, the others all they compute

@@ -47,6 +47,9 @@ struct model_desc {
   std::size_t top_k = 0;           ///< k: experts per token
   std::size_t expert_in = 0;       ///< rows of an expert's first matrix: ffn (GELU) or 2·ffn (SwiGLU)
   std::size_t shared_kept = 0;     ///< elements the shared expert keeps per token (0 without one)
+  std::size_t shared_ffn = 0;      ///< hidden width of the shared experts every token of a moe block goes through (0: none)
+  std::size_t dense_layers = 0;    ///< leading blocks with a dense MLP instead of a mixture (DeepSeek: the first 1–3)
+  std::size_t dense_ffn = 0;       ///< their MLP's width (gated as the experts are), cut by tp
   std::size_t head_dim = 0;        ///< elements of an attention head (0: width / heads)
   std::size_t window = 0;          ///< sliding window of keys (0: none)
   /// Layers of a windowed model that attend to the whole sequence all the same (Gemma 3: every
@@ -196,6 +199,31 @@ constexpr model_desc moe_llama_desc(std::size_t depth, std::size_t width, std::s
   const std::size_t h = width, kv = m.kv_heads * (width / heads);
   m.block = {2 * h, h * h + 2 * h * kv + h * h};
   detail::add_experts(m, experts, top_k, expert_ffn, swiglu);
+  return m;
+}
+
+/// DeepSeek-style mixtures on a moe family's description (moe_llama_desc, moe_gpt_desc): every moe
+/// block also runs `shared_ffn` of shared-expert width for every token (whole on each tp rank, as
+/// weft's shared expert; gated like the routed experts), and the first `dense_layers` blocks have
+/// a dense MLP of width `dense_ffn` (cut by tp) instead of a mixture. The per-block counts
+/// (model_desc::block) become the mean over the blocks (rounded down): the planner prices a
+/// uniform block, so a stage's parameters, time and activations are those of its share of
+/// each kind, not of the blocks it really holds.
+constexpr model_desc with_shared_and_dense(model_desc m, std::size_t shared_ffn, std::size_t dense_layers,
+                                           std::size_t dense_ffn) noexcept {
+  if (m.experts == 0 || m.moe_layers == 0 || dense_layers > m.depth) return m;
+  const std::size_t h = m.width, L = m.depth, D = dense_layers, moe = L - D;
+  const bool swiglu = m.expert_in == 2 * m.ffn;
+  const std::size_t per_layer = m.expert_params / m.moe_layers;  // all E experts of one layer
+  const std::size_t shared = (swiglu ? 3 : 2) * h * shared_ffn;
+  const std::size_t moe_extra = m.experts * h + per_layer;  // router and experts, in block.replicated
+  m.block.replicated = m.block.replicated - moe_extra + moe * (moe_extra + shared) / L;
+  m.block.sharded += D * ((swiglu ? 3 : 2) * h * dense_ffn) / L;
+  m.moe_layers = moe;
+  m.expert_params = moe * per_layer;
+  m.routed_width = moe * m.top_k * h;
+  m.shared_ffn = shared_ffn, m.shared_kept = (swiglu ? 3 : 2) * shared_ffn;
+  m.dense_layers = D, m.dense_ffn = dense_ffn;
   return m;
 }
 

@@ -153,10 +153,19 @@ constexpr double layer_forward_gemm_seconds(const model_desc& md, std::size_t se
     // micro-batch's tokens: the router (m, E, h), then k routed rows a token through an expert's
     // two matrices (E/ep experts per rank, but ep ranks' rows arrive: as many rows on average).
     const double rows = m * static_cast<double>(md.top_k);
-    sec += gemm_seconds(m, static_cast<double>(md.experts), h, peak, c);  // the router stays 16-bit
-    sec += gemm_seconds(rows, static_cast<double>(md.expert_in), h, lp, c);
-    sec += gemm_seconds(rows, h, f, lp, c);
-    return sec;
+    double moe = gemm_seconds(m, static_cast<double>(md.experts), h, peak, c);  // the router stays 16-bit
+    moe += gemm_seconds(rows, static_cast<double>(md.expert_in), h, lp, c);
+    moe += gemm_seconds(rows, h, f, lp, c);
+    if (md.shared_ffn > 0) {  // shared experts: every token, whole on each tp rank
+      const double sf = static_cast<double>(md.shared_ffn), gate = md.expert_in == 2 * md.ffn ? 2.0 : 1.0;
+      moe += gemm_seconds(m, gate * sf, h, lp, c) + gemm_seconds(m, h, sf, lp, c);
+    }
+    if (md.dense_layers == 0 || md.depth == 0) return sec + moe;
+    // dense first blocks: the mean block is (D·dense + (L − D)·moe) / L
+    const double df = static_cast<double>(md.dense_ffn), gate = md.expert_in == 2 * md.ffn ? 2.0 : 1.0;
+    const double dense = gemm_seconds(m, gate * df / t, h, lp, c) + gemm_seconds(m, h, df / t, lp, c);
+    const double share = static_cast<double>(md.dense_layers) / static_cast<double>(md.depth);
+    return sec + share * dense + (1 - share) * moe;
   }
   sec += gemm_seconds(m, (md.gated ? 2 : 1) * f / t, h, lp, c);
   sec += gemm_seconds(m, h, f / t, lp, c);
@@ -174,8 +183,15 @@ constexpr double layer_forward_elementwise_bytes(const model_desc& md, std::size
   const double whole = 12.0 * h * e * (s.sequence_parallel ? m / t : m);
   // the MLP's activation; a mixture of experts': its routed rows (k a token, not cut by tp)
   const double moe_rows = m * static_cast<double>(md.top_k);
-  const double inner = md.experts > 0 ? 2.0 * moe_rows * static_cast<double>(md.expert_in + md.ffn) * e
-                                      : (md.gated ? 6.0 : 4.0) * m * static_cast<double>(md.ffn) / t * e;
+  double inner = md.experts > 0 ? 2.0 * moe_rows * static_cast<double>(md.expert_in + md.ffn) * e
+                                : (md.gated ? 6.0 : 4.0) * m * static_cast<double>(md.ffn) / t * e;
+  if (md.experts > 0 && md.shared_ffn > 0)
+    inner += 2.0 * m * static_cast<double>((md.expert_in == 2 * md.ffn ? 3 : 2) * md.shared_ffn) * e;
+  if (md.experts > 0 && md.dense_layers > 0 && md.depth > 0) {
+    const double share = static_cast<double>(md.dense_layers) / static_cast<double>(md.depth);
+    const double dense = (md.expert_in == 2 * md.ffn ? 6.0 : 4.0) * m * static_cast<double>(md.dense_ffn) / t * e;
+    inner = share * dense + (1 - share) * inner;
+  }
   return whole + inner + softmax;
 }
 
