@@ -72,9 +72,12 @@ const std::vector<std::string> value_options = {
     "cluster", "nodes", "gpus-per-node", "price", "failures-per-node-day", "memory-gb", "tflops", "inter-gbps", "islands",
     "island-gbps", "tp", "pp", "dp", "ep", "experts", "top-k", "zero", "schedule", "interleave", "recompute", "max-nodes", "top", "html",
     "mono-memory-gb", "mono-tflops", "mono-bandwidth-tbs", "mono-price", "mono-lead-days", "lead-days", "precision",
+    "nvlink-gbps", "fp8-tflops", "cp", "max-cp", "prefetch", "zero3-buffers", "recompute-layers", "first-stage-layers",
+    "last-stage-layers", "allocator-overhead", "framework-gb", "shared-ffn", "dense-layers", "dense-ffn",
     "stack", "calibrate", "calibrate-factor"};
 const std::vector<std::string> flag_options = {"sp", "no-sp", "json", "no-scaling", "no-overlap", "unfused-attention",
-                                               "flash", "help"};
+                                               "flash", "help", "scatter-gather", "partial-recompute", "f32-grads",
+                                               "dropout", "fp8", "expert-pipeline"};
 
 options parse(int argc, char** argv) {
   options o;
@@ -101,12 +104,18 @@ const char* usage =
     "            or --family gpt|llama --layers --width --heads [--kv-heads] [--ffn] --vocab\n"
     "            [--experts E --top-k K: each MLP a mixture of E experts of width ffn, k per token]\n"
     "  job:      --seq --global-batch [--micro-batch] --tokens [--precision bf16|f32]\n"
-    "  cluster:  --cluster a100-80gb|h100-sxm|h200|cpu-mpi --nodes [--gpus-per-node --price (USD/GPU-hour)\n"
-    "            --failures-per-node-day --memory-gb --tflops --inter-gbps (per GPU) --islands --island-gbps]\n"
+    "            [--shared-ffn W (shared experts' width) --dense-layers D --dense-ffn W (dense first blocks)]\n"
+    "  cluster:  --cluster a100-80gb|h100-sxm|h200|h800|b200|cpu-mpi --nodes [--gpus-per-node --price (USD/GPU-hour)\n"
+    "            --failures-per-node-day --memory-gb --tflops --fp8-tflops --nvlink-gbps --inter-gbps (per GPU,\n"
+    "            one direction) --islands --island-gbps]\n"
     "  fixed:    --tp --pp --dp --ep --zero --schedule 1f1b|gpipe|interleaved --interleave V --sp|--no-sp\n"
-    "            --recompute none|selective|full\n"
+    "            --recompute none|selective|full --recompute-layers N (of a stage, with full) --partial-recompute\n"
+    "            --cp N (context parallelism) --max-cp N --first-stage-layers N --last-stage-layers N\n"
+    "            --expert-pipeline (ep with pp > 1) --zero3-buffers weft|units --prefetch N (ZeRO-3)\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
     "            --flash (the flash_attention option: row statistics kept, not probabilities; recompute none|full)\n"
+    "            --scatter-gather (pipeline sends 1/t, Megatron's) --fp8 (linear layers at the FP8 peak)\n"
+    "            --f32-grads (18 bytes a parameter) --dropout (1-byte masks) --allocator-overhead F --framework-gb G\n"
     "  profile:  --stack megatron|deepspeed|fsdp-h100 (efficiency profile, docs/planner.md)\n"
     "            --calibrate TOKENS_PER_S [--calibrate-factor gemm|comm|memory]: fit the profile's factor to one\n"
     "            measured step of the layout given by --tp --pp --dp [--micro-batch --zero --recompute ...]\n"
@@ -166,14 +175,20 @@ model_spec model_from(const options& o, std::size_t seq) {
     s.desc = family == "gpt" ? moe_gpt_desc(layers, width, heads, vocab, seq, experts, top_k, ffn)
                              : moe_llama_desc(layers, width, heads, kv, vocab, seq, experts, top_k, ffn);
     s.family = "moe_" + family;
+    const std::size_t dense = o.count("dense-layers", 0), shared = o.count("shared-ffn", 0);
+    if (dense >= layers) throw bad_input{"--dense-layers must be fewer than --layers"};
+    if (dense > 0 || shared > 0) s.desc = with_shared_and_dense(s.desc, shared, dense, o.count("dense-ffn", dense ? 4 * width : 0));
   }
+  if (experts == 0 && (o.has("dense-layers") || o.has("shared-ffn")))
+    throw bad_input{"--dense-layers and --shared-ffn describe a mixture of experts (--experts)"};
+  if (o.has("dropout")) s.desc.mask_bytes = 1;  // dropout after attention and the MLP: 1-byte masks
   return s;
 }
 
 cluster cluster_from(const options& o, std::size_t nodes) {
   const std::string name = o.str("cluster", "h100-sxm");
   preset_lookup p = find_preset(name, nodes);
-  if (!p.found) throw bad_input{"unknown --cluster '" + name + "' (a100-80gb, h100-sxm, h200, cpu-mpi)"};
+  if (!p.found) throw bad_input{"unknown --cluster '" + name + "' (a100-80gb, h100-sxm, h200, h800, b200, cpu-mpi)"};
   cluster c = p.value;
   c.gpus_per_node = o.count("gpus-per-node", c.gpus_per_node);
   if (c.gpus_per_node == 0) throw bad_input{"--gpus-per-node must be at least 1"};
@@ -182,6 +197,9 @@ cluster cluster_from(const options& o, std::size_t nodes) {
   if (o.has("memory-gb")) c.memory_bytes = o.num("memory-gb", 0) * 1e9;
   if (o.has("tflops")) c.peak_flops_16 = o.num("tflops", 0) * 1e12;
   if (o.has("inter-gbps")) c.inter_bandwidth = o.num("inter-gbps", 0) * 1e9;
+  if (o.has("nvlink-gbps")) c.intra_bandwidth = o.num("nvlink-gbps", 0) * 1e9;
+  if (o.has("fp8-tflops")) c.peak_flops_8 = o.num("fp8-tflops", 0) * 1e12;
+  if (c.intra_bandwidth <= 0 || c.inter_bandwidth <= 0) throw bad_input{"--nvlink-gbps and --inter-gbps must be positive"};
   c.islands = o.count("islands", 1);
   if (c.islands == 0) throw bad_input{"--islands must be at least 1"};
   if (o.has("island-gbps")) c.island_bandwidth = o.num("island-gbps", 0) * 1e9;
@@ -227,6 +245,28 @@ search_options search_from(const options& o, const precision_desc& p) {
     else if (r == "full") s.recompute = recompute_kind::full;
     else throw bad_input{"--recompute must be none, selective or full, got '" + r + "'"};
   }
+  s.job.scatter_gather_p2p = o.has("scatter-gather");
+  s.job.fp8 = o.has("fp8");
+  s.job.allocator_overhead = o.num("allocator-overhead", 0);
+  s.job.framework_bytes = o.num("framework-gb", 0) * 1e9;
+  s.partial_recompute = o.has("partial-recompute");
+  if (o.has("recompute-layers")) {
+    s.recompute_layers = o.count("recompute-layers", 0);
+    if (s.recompute_layers == 0) throw bad_input{"--recompute-layers needs at least 1 block"};
+    if (s.fix_recompute && s.recompute != recompute_kind::full) throw bad_input{"--recompute-layers goes with --recompute full"};
+    s.fix_recompute = true, s.recompute = recompute_kind::full;
+  }
+  s.fixed_cp = o.count("cp", 0), s.max_cp = o.count("max-cp", 1);
+  if (o.has("cp") && s.fixed_cp == 0) throw bad_input{"--cp must be at least 1"};
+  if (s.max_cp == 0) throw bad_input{"--max-cp must be at least 1"};
+  s.first_stage_layers = o.count("first-stage-layers", 0), s.last_stage_layers = o.count("last-stage-layers", 0);
+  s.allow_expert_pipeline = o.has("expert-pipeline") || (s.fixed_ep > 1 && s.fixed_pp > 1);
+  if (o.has("zero3-buffers")) {
+    const std::string z = o.str("zero3-buffers", "");
+    if (z != "weft" && z != "units") throw bad_input{"--zero3-buffers must be weft or units, got '" + z + "'"};
+    s.zero3_holds = z == "units" ? zero3_buffers::per_layer_units : zero3_buffers::weft;
+  }
+  s.prefetch = o.count("prefetch", 1);
   return s;
 }
 
@@ -255,6 +295,9 @@ std::string strategy_text(const strategy_desc& s) {
   if (s.pp > 1 && s.schedule == schedule_kind::interleaved) t += " V=" + std::to_string(s.chunks);
   t += std::string(s.pp > 1 ? ")" : "") + ", dp " + std::to_string(s.dp) + (s.ep > 1 ? ", ep " + std::to_string(s.ep) : "") + ", zero " + std::to_string(s.zero) + ", micro-batch " + std::to_string(s.micro) +
        " x " + std::to_string(s.microbatches) + ", recompute " + recompute_name(s.recompute);
+  if (s.cp > 1) t += ", cp " + std::to_string(s.cp);
+  if (s.uneven()) t += ", stages " + std::to_string(s.first_stage_layers) + "/.../" + std::to_string(s.last_stage_layers) + " blocks";
+  if (s.recompute == recompute_kind::full && s.recompute_layers) t += " (" + std::to_string(s.recompute_layers) + " blocks a stage)";
   if (s.flash) t += ", flash attention";
   return t;
 }
@@ -393,6 +436,9 @@ void print_text(const report& r) {
       std::printf("  %5zu %9.2f %9.2f %9.2f %9.2f %11.2f %9.2f %9.2f %9.2f\n", m.stage, m.param_bytes / 1e9,
                   m.grad_bytes / 1e9, m.optimizer_bytes / 1e9, m.working_bytes / 1e9, m.activations_total() / 1e9,
                   m.comm_bytes / 1e9, m.total() / 1e9, (limit - static_cast<double>(m.total())) / 1e9);
+    // the terms beyond the plan's buffers (job_options: allocator fragmentation, framework bytes)
+    std::printf("  + allocator overhead and framework: %.2f GB (peak stage needs %.2f GB of %.2f usable; %d-byte states a parameter)\n",
+                b.cost.memory_overhead / 1e9, b.cost.memory_required() / 1e9, limit / 1e9, static_cast<int>(r.precision.states.total()));
     std::printf("\nstep %.3f s, by bottleneck:\n", b.cost.step_seconds);
     for (const cost_item& i : b.cost.items)
       std::printf("  %-30s %9.3f s %6.1f%%%s\n", cost_part_name(i.part), i.seconds, 100 * i.seconds / b.cost.step_seconds,
@@ -480,14 +526,15 @@ std::string strategy_json(const strategy_desc& s) {
     << schedule_name(s.schedule) << "\",\"chunks\":" << (s.schedule == schedule_kind::interleaved ? s.chunks : 1)
     << ",\"micro_batch\":" << s.micro << ",\"microbatches\":" << s.microbatches << ",\"recompute\":\"" << recompute_name(s.recompute)
     << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false") << ",\"flash_attention\":" << (s.flash ? "true" : "false")
-    << "}";
+    << ",\"cp\":" << s.cp << ",\"recompute_layers\":" << s.recompute_layers << ",\"first_stage_layers\":" << s.first_stage_layers
+    << ",\"last_stage_layers\":" << s.last_stage_layers << "}";
   return j.str();
 }
 std::string memory_json(const stage_memory& m) {
   std::ostringstream j;
   j << "{\"stage\":" << m.stage << ",\"params_bytes\":" << m.param_bytes << ",\"grads_bytes\":" << m.grad_bytes
-    << ",\"optimizer_bytes\":" << m.optimizer_bytes << ",\"activations_bytes\":" << m.activations_total() << ",\"total_bytes\":" << m.total()
-    << "}";
+    << ",\"optimizer_bytes\":" << m.optimizer_bytes << ",\"working_bytes\":" << m.working_bytes << ",\"comm_bytes\":" << m.comm_bytes
+    << ",\"activations_bytes\":" << m.activations_total() << ",\"total_bytes\":" << m.total() << "}";
   return j.str();
 }
 std::string breakdown_json(const step_cost& c) {
@@ -523,7 +570,8 @@ void print_json(const report& r, std::ostream& os) {
        << schedule_name(s.schedule) << "\",\"interleave\":" << (s.schedule == schedule_kind::interleaved ? s.chunks : 1)
        << ",\"micro_batch\":" << s.micro << ",\"microbatches\":" << s.microbatches << ",\"recompute\":\"" << recompute_name(s.recompute)
        << "\",\"sequence_parallel\":" << (s.sequence_parallel ? "true" : "false") << ",\"flash_attention\":" << (s.flash ? "true" : "false");
-    os << ",\"memory_per_gpu_bytes\":" << b->cost.memory.total() << ",\"memory_by_stage\":[";
+    os << ",\"memory_per_gpu_bytes\":" << b->cost.memory.total() << ",\"memory_overhead_bytes\":" << num(b->cost.memory_overhead)
+       << ",\"memory_required_bytes\":" << num(b->cost.memory_required()) << ",\"cp\":" << s.cp << ",\"memory_by_stage\":[";
     for (std::size_t i = 0; i < r.stages.size(); ++i) os << (i ? "," : "") << memory_json(r.stages[i]);
     os << "],\"step_seconds\":" << num(b->cost.step_seconds) << ",\"breakdown\":" << breakdown_json(b->cost)
        << ",\"dp_hidden_seconds\":" << num(b->cost.dp_hidden_seconds);
@@ -789,7 +837,7 @@ int run(int argc, char** argv) {
   r.tokens = o.num("tokens", 20.0 * static_cast<double>(r.model.desc.params()));  // Chinchilla's 20 tokens per parameter
   const std::string prec = o.str("precision", o.str("cluster", "") == "cpu-mpi" ? "f32" : "bf16");
   if (prec != "bf16" && prec != "f32") throw bad_input{"--precision must be bf16 or f32"};
-  r.precision = prec == "bf16" ? mixed_bf16() : full_f32();
+  r.precision = prec == "bf16" ? (o.has("f32-grads") ? mixed_bf16_f32_grads() : mixed_bf16()) : full_f32();
   const std::size_t nodes = o.count("nodes", 1);
   if (nodes == 0) throw bad_input{"--nodes must be at least 1"};
   r.c = cluster_from(o, nodes);
@@ -797,7 +845,7 @@ int run(int argc, char** argv) {
   r.lead_days = o.num("lead-days", 7);
   const search_options so = search_from(o, r.precision);
   r.flash = so.flash;
-  const std::size_t pinned_ep = so.fixed_ep != 0 ? so.fixed_ep : 1;
+  const std::size_t pinned_ep = (so.fixed_ep != 0 ? so.fixed_ep : 1) * (so.fixed_cp != 0 ? so.fixed_cp : 1);  // and cp
   if (so.fixed_dp != 0 && so.fixed_tp != 0 && so.fixed_pp != 0 && (r.model.desc.experts == 0 || so.fixed_ep != 0) &&
       so.fixed_dp * so.fixed_tp * so.fixed_pp * pinned_ep != r.c.gpus())
     throw bad_input{"--tp x --pp x --dp" + std::string(so.fixed_ep != 0 ? " x --ep" : "") + " = " +

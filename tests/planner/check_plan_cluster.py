@@ -56,7 +56,8 @@ if mode == "json" and p.returncode == 0:
         if not fail:
             gpus = j["cluster"]["gpus"]
             ep = j.get("ep", 1)  # expert-parallel ranks (mixtures of experts); each brings its own tokens
-            need(j["tp"] * j["pp"] * j["dp"] * ep == gpus, "tp*pp*dp*ep is not the GPU count")
+            cp = j.get("cp", 1)  # context-parallel ranks share the sequences of their group
+            need(j["tp"] * j["pp"] * j["dp"] * ep * cp == gpus, "tp*pp*dp*ep*cp is not the GPU count")
             need(j["dp"] * ep * j["micro_batch"] * j["microbatches"] == j["batch"]["sequences"], "the batch is not covered")
             need(j["model"].get("experts", 0) == 0 and ep == 1 or ep >= 1 and j["model"]["experts"] % ep == 0,
                  "ep does not divide the experts (or a dense model has ep > 1)")

@@ -93,3 +93,28 @@ if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
   set_tests_properties(planner.plan_cluster.calibrate_json planner.plan_cluster.calibrate_bad_layout planner.plan_cluster.bad_stack
                        PROPERTIES LABELS planner TIMEOUT 120)
 endif()
+
+# issue 31's cost terms on the command line: context parallelism, uneven stages, partial recompute,
+# 18-byte states, dropout, allocator and framework memory, FP8, scatter-gather, the H800 preset;
+# a mixture with shared experts and dense first blocks, experts with a pipeline; bad values refused
+if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
+  add_test(NAME planner.plan_cluster.terms_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py json $<TARGET_FILE:plan_cluster>
+                   --model llama3-70b --cluster h800 --nodes 8 --seq 8192 --global-batch 256 --tp 8 --pp 4 --cp 2
+                   --first-stage-layers 19 --last-stage-layers 19 --partial-recompute --f32-grads --dropout
+                   --allocator-overhead 0.1 --framework-gb 3 --fp8 --scatter-gather --tokens 1e11 --json)
+  add_test(NAME planner.plan_cluster.deepseek_moe_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py json $<TARGET_FILE:plan_cluster>
+                   --family llama --layers 8 --width 1024 --heads 16 --vocab 32000 --experts 16 --top-k 2 --ffn 512
+                   --shared-ffn 1024 --dense-layers 2 --dense-ffn 4096 --seq 2048 --global-batch 64 --cluster b200 --nodes 1
+                   --pp 2 --ep 4 --zero3-buffers units --tokens 1e9 --json)
+  add_test(NAME planner.plan_cluster.bad_zero3_buffers
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
+                   --model llama3-8b --zero3-buffers fsdp)
+  add_test(NAME planner.plan_cluster.bad_dense_layers
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
+                   --model llama3-8b --dense-layers 2)
+  set_tests_properties(planner.plan_cluster.terms_json planner.plan_cluster.deepseek_moe_json
+                       planner.plan_cluster.bad_zero3_buffers planner.plan_cluster.bad_dense_layers
+                       PROPERTIES LABELS planner TIMEOUT 120)
+endif()

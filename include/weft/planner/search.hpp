@@ -75,6 +75,9 @@ struct search_options {
   /// Uneven stages (strategy_desc::first_stage_layers, last_stage_layers) for every pp > 1
   /// candidate whose stages they cover (pp need not divide the depth then); 0: even.
   std::size_t first_stage_layers = 0, last_stage_layers = 0;
+  /// ZeRO-3 candidates' gathered-parameter buffers and prefetch depth (strategy_desc's).
+  zero3_buffers zero3_holds = zero3_buffers::weft;
+  std::size_t prefetch = 1;
 };
 
 /// A priced strategy.
@@ -172,6 +175,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
           for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
             strategy_desc s{};
             s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.cp = cp, s.micro = b, s.microbatches = m;
+            s.zero3_holds = o.zero3_holds, s.prefetch = o.prefetch;
             if (pp > 1) s.first_stage_layers = o.first_stage_layers, s.last_stage_layers = o.last_stage_layers;
             if (si == 0) {
               if (m < pp) continue;
