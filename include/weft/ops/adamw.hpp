@@ -150,7 +150,7 @@ void op_impl(adamw_step_op, const host_context&, P* master, Copy* param_copy, co
   for (std::size_t i = done; i < n; ++i) {
     const F p = detail::adamw_element(master[i], grad[i], m[i], v[i], b1, b2, lr_t, eps_t, wd, correction1, correction2);
     master[i] = P(p);
-    param_copy[i] = Copy(p);
+    param_copy[i] = store_as<Copy>(p);
   }
 }
 

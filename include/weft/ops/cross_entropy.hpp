@@ -75,7 +75,7 @@ void op_impl(softmax_cross_entropy_forward_backward_op<N, V>, const host_context
       // bf16: the target's entry is finished in float first, so it is rounded once.
       const F dz_t = detail::exp_fast(F(F(z[t]) - mx)) * scale - dloss;
 #pragma omp simd
-      for (std::size_t v = 0; v < V; ++v) z[v] = T(detail::exp_fast(F(F(z[v]) - mx)) * scale);
+      for (std::size_t v = 0; v < V; ++v) z[v] = store_as<T>(detail::exp_fast(F(F(z[v]) - mx)) * scale);
       z[t] = T(dz_t);
     } else {
 #pragma omp simd

@@ -57,7 +57,7 @@ void op_impl(gelu_forward_op<N, gelu_form::tanh>, const host_context&, T* out, c
 #pragma omp parallel for simd if (N >= detail::parallel_min_work)
   for (std::size_t i = 0; i < N; ++i) {
     const F x = F(inp[i]);
-    out[i] = T(F(0.5) * x * (F(1) + detail::tanh_fast(k * (x + c * x * x * x))));
+    out[i] = store_as<T>(F(0.5) * x * (F(1) + detail::tanh_fast(k * (x + c * x * x * x))));
   }
 }
 
@@ -86,7 +86,7 @@ void op_impl(gelu_backward_op<N, gelu_form::tanh>, const host_context&, T* dinp,
     const F t = detail::tanh_fast(k * (x + c * x * x * x));
     // d/dx: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2)
     const F grad = F(0.5) * (F(1) + t) + F(0.5) * x * (F(1) - t * t) * k * (F(1) + F(3) * c * x * x);
-    dinp[i] = T(F(dinp[i]) + grad * F(dout[i]));
+    dinp[i] = store_as<T>(F(dinp[i]) + grad * F(dout[i]));
   }
 }
 

@@ -49,4 +49,15 @@ using stat_t = compute_t<T>;
 template <class T>
 inline constexpr bool is_storage_only_v = half_float<T>;
 
+/// x rounded to storage type T, as T(x) is, in a form GCC vectorises inside `omp simd` loops:
+/// bf16's converting constructor there makes a temporary whose address the loop keeps (GCC 12
+/// then leaves the loop scalar); from_bits over the branch-free rounding does not.
+template <host_element T, class F>
+inline T store_as(F x) noexcept {
+  if constexpr (std::same_as<T, bf16> && std::same_as<F, float>)
+    return bf16::from_bits(weft::detail::float_to_bf16_bits(x));
+  else
+    return T(x);
+}
+
 }  // namespace weft::ops
