@@ -42,7 +42,7 @@ struct published_run {
   std::size_t batch, seq;
   int recompute;  ///< 0 none, 1 selective, 2 full, -1 not published
   int sp;         ///< sequence parallelism: 0/1, -1 not published
-  int schedule;   ///< 0 1F1B only (no interleaving), -1 not published (1F1B or interleaved, the search picks)
+  int schedule;   ///< 0 1F1B only (no interleaving), 1 interleaved (depth not published), -1 not published
   bool flash;          ///< flash-attention kernels (fused, row statistics kept)
   bool fused;          ///< fused softmax without (s, s) traffic (true with flash)
   bool overlap;        ///< gradient reduction / ZeRO-3 collectives overlapped with compute
@@ -53,6 +53,7 @@ struct published_run {
   bool calibration_row;  ///< the row the stack's factor was fitted on (not counted in the statistics)
   const char* note;
   std::size_t cp = 1;    ///< context-parallel ranks (GPUs = tp·cp·pp·dp)
+  std::size_t first_stage_layers = 0, last_stage_layers = 0;  ///< uneven stages (0: even)
 };
 
 constexpr metric TF = metric::tflops_megatron, SEC = metric::step_seconds, TOK = metric::tokens_per_gpu, MFU = metric::mfu;
@@ -123,21 +124,25 @@ inline std::vector<published_run> published_runs() {
   // (4 x 100 Gb/s Omni-Path a node: 6.25 GB/s a GPU) ----
   r.push_back({"bloom2022", "paper + BigScience training page", "BLOOM 176B", false, 70, 14336, 112, 112, 57344, 250880, 1,
                "a100-80gb", 6.25, 384, 4, 12, 8, 1, 2, 2048, 2048, 2, 0, 0, false, false, false, false, TF, 150, "deepspeed",
-               false, "70 layers on 12 stages (uneven), micro-batch 2, full recompute"});
+               false, "70 layers on 12 stages: 5 on the first and the last (each with an embedding), 6 on the others, "
+               "as DeepSpeed's type:transformer|embedding partition gives (assumed); micro-batch 2, full recompute",
+               1, 5, 5});
   // ---- OPT-175B (Zhang et al. 2022): Metaseq FSDP + Megatron tensor parallelism 8, 992 A100-80GB ----
   r.push_back({"zhang2022", "training setup", "OPT 175B", false, 96, 12288, 96, 96, 49152, 50272, 1, "a100-80gb", 0, 992, 8, 1,
                124, 3, -1, 992, 2048, 2, 0, -1, false, false, true, true, TF, 147, "megatron", false,
                "batch '2M tokens' taken as 992 sequences (8 a data-parallel rank); full recompute assumed"});
   // ---- Llama 3 405B (Dubey et al. 2024), Table 4: tp 8, pp 16, FSDP over dp, seq 8192, 16M tokens a batch ----
   r.push_back({"llama3", "Table 4", "Llama 3 405B", true, 126, 16384, 128, 8, 53248, 128256, 0, "h100-sxm", 0, 8192, 8, 16,
-               64, -1, 1, 2048, 8192, -1, 1, -1, true, true, true, true, MFU, 0.43, "megatron", false,
-               "126 layers on 16 stages (uneven); MFU against 989 TFLOP/s"});
+               64, -1, 1, 2048, 8192, -1, 1, 1, true, true, true, true, MFU, 0.43, "megatron", false,
+               "126 layers on 16 stages, one fewer on the first and the last (7, 14 x 8, 7), interleaved; "
+               "MFU against 989 TFLOP/s", 1, 7, 7});
   r.push_back({"llama3", "Table 4", "Llama 3 405B", true, 126, 16384, 128, 8, 53248, 128256, 0, "h100-sxm", 0, 16384, 8, 16,
-               128, -1, 1, 2048, 8192, -1, 1, -1, true, true, true, true, MFU, 0.41, "megatron", false,
-               "126 layers on 16 stages (uneven); MFU against 989 TFLOP/s"});
+               128, -1, 1, 2048, 8192, -1, 1, 1, true, true, true, true, MFU, 0.41, "megatron", false,
+               "126 layers on 16 stages, one fewer on the first and the last (7, 14 x 8, 7), interleaved; "
+               "MFU against 989 TFLOP/s", 1, 7, 7});
   r.push_back({"llama3", "Table 4", "Llama 3 405B", true, 126, 16384, 128, 8, 53248, 128256, 0, "h100-sxm", 0, 16384, 8, 16,
-               8, -1, 1, 128, 131072, -1, 1, -1, true, true, true, true, MFU, 0.38, "megatron", false,
-               "context parallelism 16 at sequence 131072; 126 layers on 16 stages (uneven)", 16});
+               8, -1, 1, 128, 131072, -1, 1, 1, true, true, true, true, MFU, 0.38, "megatron", false,
+               "context parallelism 16 at sequence 131072; 126 layers on 16 stages (7, 14 x 8, 7), interleaved", 16, 7, 7});
   // ---- MosaicML llm-foundry (MPT), A100 80GB ----
   r.push_back(mpt("MPT 1B", 24, 2048, 16, "a100-80gb", 8, 2048, 14, 448, false, 20513));
   r.push_back(mpt("MPT 3B", 32, 2560, 20, "a100-80gb", 8, 2048, 10, 160, false, 10811));
@@ -211,11 +216,14 @@ inline search_options pinned_options(const published_run& r) {
   o.flash = r.flash;
   o.fixed_tp = r.tp, o.fixed_pp = r.pp, o.fixed_dp = r.dp, o.fixed_ep = 1;
   pin_cp(o, r.cp, true);
+  o.first_stage_layers = r.first_stage_layers, o.last_stage_layers = r.last_stage_layers;
+  if (r.fsdp_units) o.zero3_holds = zero3_buffers::per_layer_units;
   if (r.micro > 0) o.fixed_micro = static_cast<std::size_t>(r.micro), o.max_micro = std::max<std::size_t>(o.max_micro, o.fixed_micro);
   if (r.zero >= 0) o.fix_zero = true, o.zero = static_cast<std::size_t>(r.zero);
   if (r.recompute >= 0) o.fix_recompute = true, o.recompute = static_cast<recompute_kind>(r.recompute);
   if (r.sp >= 0) o.fix_sequence_parallel = true, o.sequence_parallel = r.sp == 1;
   if (r.schedule == 0) o.allow_interleaved = false;
+  if (r.schedule == 1) o.fix_schedule = true, o.schedule = schedule_kind::interleaved;
   o.allow_gpipe = false;
   return o;
 }
@@ -227,6 +235,10 @@ inline search_options free_options(const published_run& r) {
   o.flash = r.flash;
   o.fixed_ep = 1;
   pin_cp(o, r.cp, false);  // the search may try context parallelism up to the published degree
+  if (r.fsdp_units) o.zero3_holds = zero3_buffers::per_layer_units;
+  // uneven stages as published: the first and last stage's blocks kept for every pipeline depth
+  // (the search has no depth-free way to choose them; even splits are not tried then)
+  o.first_stage_layers = r.first_stage_layers, o.last_stage_layers = r.last_stage_layers;
   return o;
 }
 
@@ -289,7 +301,12 @@ inline row_result evaluate(const published_run& r) {
     out.why = "context parallelism not expressible";
     return out;
   }
-  if (r.layers % r.pp != 0) {
+  if (r.schedule == 1 && (r.first_stage_layers != 0 || r.last_stage_layers != 0)) {
+    out.expressible = false;
+    out.why = "interleaved schedule with uneven stages not expressible";
+    return out;
+  }
+  if (r.layers % r.pp != 0 && r.first_stage_layers == 0 && r.last_stage_layers == 0) {
     out.expressible = false;
     out.why = std::to_string(r.layers) + " layers on " + std::to_string(r.pp) + " stages: uneven stages not expressible";
     return out;
