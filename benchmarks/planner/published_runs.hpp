@@ -128,7 +128,7 @@ inline std::vector<published_run> published_runs() {
                "as DeepSpeed's type:transformer|embedding partition gives (assumed); micro-batch 2, full recompute",
                1, 5, 5});
   // ---- OPT-175B (Zhang et al. 2022): Metaseq FSDP + Megatron tensor parallelism 8, 992 A100-80GB ----
-  r.push_back({"zhang2022", "training setup", "OPT 175B", false, 96, 12288, 96, 96, 49152, 50272, 1, "a100-80gb", 0, 992, 8, 1,
+  r.push_back({"zhang2022", "Section 2.4", "OPT 175B", false, 96, 12288, 96, 96, 49152, 50272, 1, "a100-80gb", 0, 992, 8, 1,
                124, 3, -1, 992, 2048, 2, 0, -1, false, false, true, true, TF, 147, "megatron", false,
                "batch '2M tokens' taken as 992 sequences (8 a data-parallel rank); full recompute assumed"});
   // ---- Llama 3 405B (Dubey et al. 2024), Table 4: tp 8, pp 16, FSDP over dp, seq 8192, 16M tokens a batch ----
