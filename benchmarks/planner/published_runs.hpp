@@ -142,7 +142,8 @@ inline std::vector<published_run> published_runs() {
                "MFU against 989 TFLOP/s", 1, 7, 7});
   r.push_back({"llama3", "Table 4", "Llama 3 405B", true, 126, 16384, 128, 8, 53248, 128256, 0, "h100-sxm", 0, 16384, 8, 16,
                8, -1, 1, 128, 131072, -1, 1, 1, true, true, true, true, MFU, 0.38, "megatron", false,
-               "context parallelism 16 at sequence 131072; 126 layers on 16 stages (7, 14 x 8, 7), interleaved", 16, 7, 7});
+               "context parallelism 16 at sequence 131072; dp 8 (the PDF prints 4, which gives neither 16,384 GPUs nor 16M "
+               "tokens); 126 layers on 16 stages (7, 14 x 8, 7), interleaved", 16, 7, 7});
   // ---- MosaicML llm-foundry (MPT), A100 80GB ----
   r.push_back(mpt("MPT 1B", 24, 2048, 16, "a100-80gb", 8, 2048, 14, 448, false, 20513));
   r.push_back(mpt("MPT 3B", 32, 2560, 20, "a100-80gb", 8, 2048, 10, 160, false, 10811));
