@@ -382,3 +382,19 @@ TEST_CASE("moe: shared experts and dense first blocks, counted and priced", "[pl
             detail::layer_forward_gemm_seconds(no_shared, 256, s, 312e12, g, false, 256) ==
         Approx(0.75 * (gemm_seconds(m, 2.0 * shared, h, 312e12, g) + gemm_seconds(m, h, shared, 312e12, g))));
 }
+
+// ---- the search's budget: chunk sets without the whole walk ----
+
+TEST_CASE("peak_chunk_sets_fast equals the schedule walk", "[planner][terms][sets]") {
+  for (schedule_kind k : {schedule_kind::interleaved, schedule_kind::one_f_one_b, schedule_kind::gpipe})
+    for (std::size_t p = 2; p <= 8; ++p)
+      for (std::size_t v = 1; v <= 4; ++v)
+        for (std::size_t m = p; m <= 4 * p + 3; ++m) {
+          if (k == schedule_kind::interleaved && m % p != 0) continue;
+          for (std::size_t st : {std::size_t{0}, p / 2, p - 1})
+            for (std::size_t c = 0; c < (k == schedule_kind::interleaved ? v : 1); ++c) {
+              INFO("kind " << schedule_name(k) << " p " << p << " v " << v << " m " << m << " stage " << st << " chunk " << c);
+              REQUIRE(detail::peak_chunk_sets_fast(k, p, m, v, st, c) == weft::peak_chunk_sets(k, p, m, v, st, c));
+            }
+        }
+}

@@ -35,13 +35,34 @@ constexpr std::size_t peak_sets_closed(schedule_kind kind, std::size_t pp, std::
   const std::size_t warm = weft::detail::warmup(kind, st, pp, m, v);
   return warm + (m * v > warm ? 1 : 0);
 }
+// The sets of chunk `only` stage `st` holds at its peak (peak_chunk_sets), walking the warm-up and
+// at most one period of the steady phase instead of all M·V steps: in the steady phase the k-th
+// step runs forward warm + k and backward k, whose chunks repeat with period P·V, each period
+// holding P forwards and P backwards of every chunk — so the held count returns to where it was
+// and the rest of the steady phase repeats the first period; the cool-down only releases.
+// Equal to the walk (tests/planner/test_cost_terms.cpp checks many sizes), at O(P·V) steps: the
+// search asks for thousands of them, and the walk was most of auto_strategy's constexpr budget.
+constexpr std::size_t peak_chunk_sets_fast(schedule_kind kind, std::size_t p, std::size_t m, std::size_t v, std::size_t st,
+                                           std::size_t only) noexcept {
+  if (kind != schedule_kind::interleaved) v = 1;
+  const std::size_t total = m * v, warm = weft::detail::warmup(kind, st, p, m, v), steady = total - warm;
+  const std::size_t period = p * v, walk = steady < period ? steady : period;
+  std::size_t held = 0, peak = 0;
+  for (std::size_t k = 0; k < warm; ++k)
+    if ((k % period) / p == only && ++held > peak) peak = held;
+  for (std::size_t k = 0; k < walk; ++k) {
+    if (((warm + k) % period) / p == only && ++held > peak) peak = held;
+    if (v - 1 - (k % period) / p == only) --held;
+  }
+  return peak;
+}
 }  // namespace detail
 
 constexpr activation_sets sets_in_flight(schedule_kind kind, std::size_t pp, std::size_t m, std::size_t v) noexcept {
   if (kind != schedule_kind::interleaved) v = 1;
   const std::size_t first = detail::peak_sets_closed(kind, pp, m, v, 0), last = detail::peak_sets_closed(kind, pp, m, v, pp - 1);
   if (v == 1) return {first, first, last, last};  // one chunk: the chunk's sets are all the sets
-  return {first, peak_chunk_sets(kind, pp, m, v, 0, 0), last, peak_chunk_sets(kind, pp, m, v, pp - 1, v - 1)};
+  return {first, detail::peak_chunk_sets_fast(kind, pp, m, v, 0, 0), last, detail::peak_chunk_sets_fast(kind, pp, m, v, pp - 1, v - 1)};
 }
 constexpr activation_sets sets_in_flight(const strategy_desc& s) noexcept {
   return sets_in_flight(s.schedule, s.pp, s.microbatches, s.schedule == schedule_kind::interleaved ? s.chunks : 1);

@@ -202,11 +202,11 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
                   if (o.fix_sequence_parallel && (sp == 1) != o.sequence_parallel) continue;
                   s.zero = z, s.sequence_parallel = sp == 1, s.recompute = rc, s.flash = o.flash;
                   s.recompute_layers = rc == recompute_kind::full ? o.recompute_layers : 0;
-                  std::size_t per_chunk = md.depth / (pp * s.chunks);
-                  if (s.uneven())  // recompute_layers counts a stage's blocks: the largest stage's bound it
-                    for (std::size_t st : {std::size_t{0}, std::size_t{1}, pp - 1})
-                      if (s.stage_layers(md.depth, st) > per_chunk) per_chunk = s.stage_layers(md.depth, st);
-                  if (rc == recompute_kind::full && o.partial_recompute && o.recompute_layers == 0 && per_chunk > 1) {
+                  if (rc == recompute_kind::full && o.partial_recompute && o.recompute_layers == 0) {
+                    std::size_t per_chunk = md.depth / (pp * s.chunks);
+                    if (s.uneven())  // recompute_layers counts a stage's blocks: the largest stage's bound it
+                      for (std::size_t st : {std::size_t{0}, std::size_t{1}, pp - 1})
+                        if (s.stage_layers(md.depth, st) > per_chunk) per_chunk = s.stage_layers(md.depth, st);
                     // the fewest recomputed blocks a chunk that fit: memory falls with their number (bisection)
                     std::size_t lo = 1, hi = per_chunk;
                     while (lo < hi) {
@@ -225,7 +225,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
                   if (r.leanest_bytes < 0 || bytes < r.leanest_bytes) r.leanest_bytes = bytes;
                   if (bytes > r.memory_limit) continue;
                   ++r.feasible;
-                  detail::keep(r, candidate{s, estimate_step(md, batch.seq, s, c, o.job, sets)});
+                  detail::keep(r, candidate{s, estimate_step(md, batch.seq, s, c, o.job, sets, sm)});
                   // More recomputation only adds time (compute, and tensor-parallel traffic with
                   // full): once a policy fits, the heavier ones are dominated.
                   break;

@@ -259,11 +259,13 @@ constexpr zero3_times zero3_schedule(const model_desc& md, const strategy_desc& 
 
 /// The predicted step of strategy `s` for `md` at sequence length `seq` on cluster `c`
 /// (`sets`: the schedule's activation sets, sets_in_flight(s)).
+/// The same with the peak stage's memory already priced (`memory`: peak_stage_memory(md, seq, s,
+/// o.precision, sets); the search has it at hand and saves the second walk).
 constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const strategy_desc& s, const cluster& c,
-                                  const job_options& o, const activation_sets& sets) noexcept {
+                                  const job_options& o, const activation_sets& sets, const stage_memory& memory) noexcept {
   step_cost r{};
   const precision_desc& p = o.precision;
-  r.memory = peak_stage_memory(md, seq, s, p, sets);
+  r.memory = memory;
   // context parallelism: a rank computes s/cp tokens of each sequence (its queries against all
   // the keys, which the ring brings); the FLOPs and tokens stay the sequence's
   const std::size_t seq_all = seq;
@@ -299,8 +301,11 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double linear_peak = o.fp8 && half && c.peak_flops_8 > 0 ? c.peak_flops_8 : peak;
   const double fwd = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, false, keys, linear_peak) +
                      detail::layer_forward_elementwise_bytes(md, seq, s, o, false) / c.memory_bandwidth;
-  const double attn = detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) +
-                      detail::layer_forward_elementwise_bytes(md, seq, s, o, true) / c.memory_bandwidth;
+  const bool drops_scores = s.recompute == recompute_kind::selective && !s.flash;  // selective + flash = flash alone
+  // the attention core again (selective recompute only: priced when used, the search calls this thousands of times)
+  const double attn = drops_scores ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) +
+                                         detail::layer_forward_elementwise_bytes(md, seq, s, o, true) / c.memory_bandwidth
+                                   : 0;
   // The embedding is a look-up; the head's GEMM (m, vocab/t, h), forward and backward, runs on
   // the last stage, which it makes the slowest: the pipeline moves at that stage's pace.
   const double head_all = 3 * gemm_seconds(b * sq, static_cast<double>(md.vocab) / t, h, peak, curve);
@@ -315,7 +320,6 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   // softmax's exponentials are not priced (as in the forward) and run on the tile on chip, no
   // (s, s) traffic; the causal half is priced whole, like the forward's products.
   const double scores = s.flash ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) / 2 : 0;
-  const bool drops_scores = s.recompute == recompute_kind::selective && !s.flash;  // selective + flash = flash alone
   // full recompute re-runs the forward of rc_layers of the stage's blocks (all, unless partial:
   // strategy_desc::recompute_layers a chunk)
   const double rc_layers = V * static_cast<double>(s.recomputed_layers(s.uneven() ? static_cast<std::size_t>(layers) : md.depth / (s.pp * v)));
@@ -435,6 +439,11 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
                               (s.flash ? static_cast<double>(md.depth) * 2 * qw : 0);
   r.hardware_flops = r.model_flops + rc_per_token * tokens;
   return r;
+}
+
+constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const strategy_desc& s, const cluster& c,
+                                  const job_options& o, const activation_sets& sets) noexcept {
+  return estimate_step(md, seq, s, c, o, sets, peak_stage_memory(md, seq, s, o.precision, sets));
 }
 
 constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const strategy_desc& s, const cluster& c,
