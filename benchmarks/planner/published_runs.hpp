@@ -117,7 +117,7 @@ inline std::vector<published_run> published_runs() {
   r.push_back(korthikanti("GPT 1T", 128, 25600, 160, 8, 64, 512, 1, true, 71.49));
   // ---- Smith et al. 2022 (MT-NLG 530B): DeepSpeed pipeline (1F1B) + Megatron tensor parallelism, ZeRO-1 ----
   for (auto [gpus, tf] : {std::pair<std::size_t, double>{2240, 126}, {2800, 121}, {3360, 113}})
-    r.push_back({"smith2022", "throughput at 280, 350, 420 nodes", "MT-NLG 530B", false, 105, 20480, 128, 128, 81920, 51200, 1,
+    r.push_back({"smith2022", "Section 2.4", "MT-NLG 530B", false, 105, 20480, 128, 128, 81920, 51200, 1,
                  "a100-80gb", 0, gpus, 8, 35, gpus / 280, 1, 1, 1920, 2048, 2, 0, 0, false, false, false, false, TF, tf,
                  "deepspeed", gpus == 2240, "tp 8, pp 35, batch 1920, micro-batch 1, full recompute"});
   // ---- BigScience BLOOM 176B: Megatron-DeepSpeed, tp 4, pp 12, dp 8, ZeRO-1, 384 A100-80GB on Jean Zay
