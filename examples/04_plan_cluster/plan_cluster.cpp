@@ -77,7 +77,7 @@ const std::vector<std::string> value_options = {
     "stack", "calibrate", "calibrate-factor"};
 const std::vector<std::string> flag_options = {"sp", "no-sp", "json", "no-scaling", "no-overlap", "unfused-attention",
                                                "flash", "help", "scatter-gather", "partial-recompute", "f32-grads",
-                                               "dropout", "fp8", "expert-pipeline"};
+                                               "dropout", "fp8", "expert-pipeline", "uneven-stages"};
 
 options parse(int argc, char** argv) {
   options o;
@@ -110,7 +110,7 @@ const char* usage =
     "            one direction) --islands --island-gbps]\n"
     "  fixed:    --tp --pp --dp --ep --zero --schedule 1f1b|gpipe|interleaved --interleave V --sp|--no-sp\n"
     "            --recompute none|selective|full --recompute-layers N (of a stage, with full) --partial-recompute\n"
-    "            --cp N (context parallelism) --max-cp N --first-stage-layers N --last-stage-layers N\n"
+    "            --cp N (context parallelism) --max-cp N --first-stage-layers N --last-stage-layers N --uneven-stages\n"
     "            --expert-pipeline (ep with pp > 1) --zero3-buffers weft|units --prefetch N (ZeRO-3)\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
     "            --flash (the flash_attention option: row statistics kept, not probabilities; recompute none|full)\n"
@@ -260,6 +260,7 @@ search_options search_from(const options& o, const precision_desc& p) {
   if (o.has("cp") && s.fixed_cp == 0) throw bad_input{"--cp must be at least 1"};
   if (s.max_cp == 0) throw bad_input{"--max-cp must be at least 1"};
   s.first_stage_layers = o.count("first-stage-layers", 0), s.last_stage_layers = o.count("last-stage-layers", 0);
+  s.uneven_stages = o.has("uneven-stages");  // where pp does not divide the depth: fewer blocks on the first and last
   s.allow_expert_pipeline = o.has("expert-pipeline") || (s.fixed_ep > 1 && s.fixed_pp > 1);
   if (o.has("zero3-buffers")) {
     const std::string z = o.str("zero3-buffers", "");

@@ -398,3 +398,25 @@ TEST_CASE("peak_chunk_sets_fast equals the schedule walk", "[planner][terms][set
             }
         }
 }
+
+TEST_CASE("uneven stages chosen by the search where pp does not divide the depth", "[planner][terms][stages]") {
+  const model_desc md = gpt_desc(70, 8192, 64, 51200, 2048);
+  const cluster c = presets::a100_80gb(12);
+  search_options o{};
+  o.fixed_tp = 8, o.fixed_pp = 12, o.uneven_stages = true;
+  const auto r = search<1>(md, {96, 2048}, c, o);
+  REQUIRE(r.found());
+  // ⌈70/12⌉ = 6 on each of the 10 middle stages, 10 left: 5 on the first, 5 on the last
+  CHECK(r.best().strategy.first_stage_layers == 5);
+  CHECK(r.best().strategy.last_stage_layers == 5);
+  // 71 blocks: 6 × 10, 11 left: 6 first, 5 last (the head's stage the fewer)
+  const auto r71 = search<1>(gpt_desc(71, 8192, 64, 51200, 2048), {96, 2048}, c, o);
+  REQUIRE(r71.found());
+  CHECK(r71.best().strategy.first_stage_layers == 6);
+  CHECK(r71.best().strategy.last_stage_layers == 5);
+  // an even split stays even
+  o.fixed_pp = 10;
+  const auto even = search<1>(md, {100, 2048}, presets::a100_80gb(10), o);
+  REQUIRE(even.found());
+  CHECK_FALSE(even.best().strategy.uneven());
+}

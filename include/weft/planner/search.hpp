@@ -75,6 +75,10 @@ struct search_options {
   /// Uneven stages (strategy_desc::first_stage_layers, last_stage_layers) for every pp > 1
   /// candidate whose stages they cover (pp need not divide the depth then); 0: even.
   std::size_t first_stage_layers = 0, last_stage_layers = 0;
+  /// Where pp > 2 does not divide the depth (and no stages are pinned), also try uneven stages:
+  /// ⌈depth/pp⌉ blocks on each middle stage, the rest on the first and the last (the last, which
+  /// holds the head, the fewer) — the split Megatron-LM users give with its first/last-stage flags.
+  bool uneven_stages = false;
   /// ZeRO-3 candidates' gathered-parameter buffers and prefetch depth (strategy_desc's).
   zero3_buffers zero3_holds = zero3_buffers::weft;
   std::size_t prefetch = 1;
@@ -159,6 +163,13 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
       if (n % (tp * cp * pp) != 0) continue;
       strategy_desc cut{};  // the stages' blocks: even, or the pinned first and last
       cut.pp = pp, cut.first_stage_layers = o.first_stage_layers, cut.last_stage_layers = o.last_stage_layers;
+      if (o.uneven_stages && !cut.uneven() && pp > 2 && md.depth % pp != 0) {
+        const std::size_t middle = (md.depth + pp - 1) / pp;
+        if (middle * (pp - 2) + 2 <= md.depth) {
+          const std::size_t rest = md.depth - middle * (pp - 2);
+          cut.last_stage_layers = rest / 2, cut.first_stage_layers = rest - rest / 2;
+        }
+      }
       if (!cut.stages_cover(md.depth)) continue;
       // ep: 1, and for a mixture of experts every divisor of the experts (a dense model: 1 only)
       const std::size_t ep_top = md.moe_layers > 0 && md.experts > 0 ? md.experts : 1;
@@ -176,7 +187,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
             strategy_desc s{};
             s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.cp = cp, s.micro = b, s.microbatches = m;
             s.zero3_holds = o.zero3_holds, s.prefetch = o.prefetch;
-            if (pp > 1) s.first_stage_layers = o.first_stage_layers, s.last_stage_layers = o.last_stage_layers;
+            if (pp > 1) s.first_stage_layers = cut.first_stage_layers, s.last_stage_layers = cut.last_stage_layers;
             if (si == 0) {
               if (m < pp) continue;
               s.schedule = schedule_kind::one_f_one_b;
