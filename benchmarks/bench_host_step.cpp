@@ -129,6 +129,7 @@ static peer_result peer_torch(const char* shape_args, std::size_t steps, int thr
 }
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress shows when the output is a file or a pipe
   const std::size_t steps_a = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 3;
   const std::size_t steps_b = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 8;
   const char* env_threads = std::getenv("OPENBLAS_NUM_THREADS");
