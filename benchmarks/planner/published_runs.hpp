@@ -237,9 +237,9 @@ inline search_options free_options(const published_run& r) {
   o.fixed_ep = 1;
   pin_cp(o, r.cp, false);  // the search may try context parallelism up to the published degree
   if (r.fsdp_units) o.zero3_holds = zero3_buffers::per_layer_units;
-  // uneven stages as published: the first and last stage's blocks kept for every pipeline depth
-  // (the search has no depth-free way to choose them; even splits are not tried then)
-  o.first_stage_layers = r.first_stage_layers, o.last_stage_layers = r.last_stage_layers;
+  // a run published with uneven stages: the search may split any depth unevenly too (⌈depth/pp⌉
+  // blocks a middle stage, the rest on the first and the last; search_options::uneven_stages)
+  o.uneven_stages = r.first_stage_layers != 0 || r.last_stage_layers != 0;
   return o;
 }
 
