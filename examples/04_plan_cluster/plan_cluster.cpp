@@ -792,6 +792,9 @@ void calibrate_stack(report& r, const options& o, const search_options& so) {
   else if (f == "memory") r.cal_factor = stack_factor::memory;
   else throw bad_input{"--calibrate-factor must be gemm, comm or memory, got '" + f + "'"};
   const auto pinned = search<1>(r.model.desc, r.batch, with_stack(r.c, r.stack), so);
+  if (pinned.evaluated == 0)
+    throw bad_input{"--calibrate: no strategy of the search's space has the layout given (micro-batches 1, 2, 4, 8; the "
+                    "batch divisible by dp x micro-batch)"};
   if (!pinned.found()) throw bad_input{"--calibrate: the layout given does not fit in memory (" + gb(pinned.leanest_bytes) + " needed)"};
   r.cal_strategy = pinned.best().strategy;
   const calibration c = calibrate(r.model.desc, r.batch, r.cal_strategy, r.c, so.job, r.stack, measured, r.cal_factor);
