@@ -145,7 +145,7 @@ template <class Out, half_float H>
 void gemm_bf16(bool trans_a, bool trans_b, std::size_t m, std::size_t n, std::size_t k, float alpha,
                const H* a, std::size_t lda, const H* b, std::size_t ldb, float beta, Out* c,
                std::size_t ldc) {
-#if defined(WEFT_HAS_DNNL)
+#if defined(WEFT_USE_DNNL)
   if constexpr (std::same_as<H, bf16>) {
     // The matrix engine (AMX / AVX512-BF16) through a cached oneDNN primitive, unless the host
     // backend was told to run the portable product (set_host_bf16_product).

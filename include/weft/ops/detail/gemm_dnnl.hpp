@@ -24,7 +24,14 @@
 #include <cstring>
 #include <string>
 
-#if defined(WEFT_HAS_DNNL)
+// WEFT_USE_DNNL: oneDNN is linked and this translation unit can include its C++ header. nvcc's
+// front end (CUDA 13) stops with an internal error on dnnl.hpp in some CUDA translation units
+// (tests/comm/test_gpu_shared_dp.cu), so a .cu file's host code keeps the portable bf16 product.
+#if defined(WEFT_HAS_DNNL) && !defined(__CUDACC__)
+#define WEFT_USE_DNNL 1
+#endif
+
+#if defined(WEFT_USE_DNNL)
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <mutex>
@@ -41,7 +48,7 @@ enum class host_bf16_gemm {
 
 namespace detail {
 inline host_bf16_gemm host_bf16_gemm_default() {
-#if defined(WEFT_HAS_DNNL)
+#if defined(WEFT_USE_DNNL)
   const char* env = std::getenv("WEFT_HOST_BF16_GEMM");
   if (env != nullptr && std::strcmp(env, "portable") == 0) return host_bf16_gemm::portable;
   return host_bf16_gemm::dnnl;
@@ -57,7 +64,7 @@ inline std::atomic<host_bf16_gemm>& host_bf16_gemm_choice() {
 
 /// Whether this build links oneDNN (WEFT_HAS_DNNL).
 inline constexpr bool host_has_dnnl =
-#if defined(WEFT_HAS_DNNL)
+#if defined(WEFT_USE_DNNL)
     true;
 #else
     false;
@@ -76,7 +83,7 @@ inline host_bf16_gemm set_host_bf16_product(host_bf16_gemm g) {
 
 /// One word for banners: "oneDNN 2.6.3" or "portable float tiles".
 inline std::string host_bf16_product_summary() {
-#if defined(WEFT_HAS_DNNL)
+#if defined(WEFT_USE_DNNL)
   if (host_bf16_product() == host_bf16_gemm::dnnl) {
     const dnnl_version_t* v = dnnl_version();
     return "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
@@ -85,7 +92,7 @@ inline std::string host_bf16_product_summary() {
   return "portable float tiles";
 }
 
-#if defined(WEFT_HAS_DNNL)
+#if defined(WEFT_USE_DNNL)
 namespace detail {
 
 // One cached matmul: its primitive (the JIT kernel) and its memory descriptors.
