@@ -63,8 +63,10 @@ constexpr metric TF = metric::tflops_megatron, SEC = metric::step_seconds, TOK =
 inline published_run narayanan_t2(const char* m, std::size_t l, std::size_t h, std::size_t a, std::size_t gpus,
                                   std::size_t tp, std::size_t pp, bool zero3, int micro, std::size_t batch, double tflops) {
   return {"narayanan2021", "Table 2", m, false, l, h, a, a, 4 * h, 51200, 1, "a100-80gb", 0, gpus, tp, pp,
-          gpus / (tp * pp), zero3 ? 3 : 0, micro, batch, 2048, 2, 0, -1, false, false, zero3, zero3, TF, tflops, "megatron", false,
-          zero3 ? "ZeRO-3, no model parallelism, micro-batch as published, no accumulation" : "PTD-P, micro-batch 1"};
+          gpus / (tp * pp), zero3 ? 3 : 0, micro, batch, 2048, 2, 0, -1, false, false, zero3, zero3, TF, tflops,
+          zero3 ? "deepspeed" : "megatron", false,
+          zero3 ? "ZeRO-3 (DeepSpeed), no model parallelism, micro-batch as published, no accumulation"
+                : "PTD-P (Megatron-LM), micro-batch 1"};
 }
 // Korthikanti et al. 2022, Tables 3 and 5: one model replica (dp 1), A100-80GB, seq 2048, vocab 51200;
 // the iteration time with full recomputation and with "present work" (sequence parallelism + selective).
@@ -199,6 +201,14 @@ inline job_options job_of(const published_run& r) {
   return j;
 }
 
+/// How the row's ZeRO-3 holds and gathers: DeepSpeed's of 2021 a parameter tensor at a time
+/// (zero3_buffers::per_tensor: one collective and one buffer a tensor), FSDP a unit (block) at a
+/// time, else weft's windows.
+inline zero3_buffers zero3_of(const published_run& r) {
+  if (std::string(r.stack) == "deepspeed" && r.zero == 3) return zero3_buffers::per_tensor;
+  return r.fsdp_units ? zero3_buffers::per_layer_units : zero3_buffers::weft;
+}
+
 /// Context parallelism as search limits, where the cost model has it (search_options::fixed_cp).
 template <class O>
 bool pin_cp(O& o, std::size_t cp, bool pin) {
@@ -218,7 +228,7 @@ inline search_options pinned_options(const published_run& r) {
   o.fixed_tp = r.tp, o.fixed_pp = r.pp, o.fixed_dp = r.dp, o.fixed_ep = 1;
   pin_cp(o, r.cp, true);
   o.first_stage_layers = r.first_stage_layers, o.last_stage_layers = r.last_stage_layers;
-  if (r.fsdp_units) o.zero3_holds = zero3_buffers::per_layer_units;
+  o.zero3_holds = zero3_of(r);
   if (r.micro > 0) o.fixed_micro = static_cast<std::size_t>(r.micro), o.max_micro = std::max<std::size_t>(o.max_micro, o.fixed_micro);
   if (r.zero >= 0) o.fix_zero = true, o.zero = static_cast<std::size_t>(r.zero);
   if (r.recompute >= 0) o.fix_recompute = true, o.recompute = static_cast<recompute_kind>(r.recompute);
@@ -236,7 +246,7 @@ inline search_options free_options(const published_run& r) {
   o.flash = r.flash;
   o.fixed_ep = 1;
   pin_cp(o, r.cp, false);  // the search may try context parallelism up to the published degree
-  if (r.fsdp_units) o.zero3_holds = zero3_buffers::per_layer_units;
+  o.zero3_holds = zero3_of(r);
   // a run published with uneven stages: the search may split any depth unevenly too (⌈depth/pp⌉
   // blocks a middle stage, the rest on the first and the last; search_options::uneven_stages)
   o.uneven_stages = r.first_stage_layers != 0 || r.last_stage_layers != 0;
@@ -270,13 +280,6 @@ inline double metric_of(const published_run& r, const model_desc& md, const step
   return 0;
 }
 
-/// ZeRO-3 holding per-block units as FSDP / DeepSpeed do (strategy_desc::zero3_holds, where the
-/// cost model has it).
-template <class S>
-void fsdp_units(S& s) {
-  if constexpr (requires { s.zero3_holds = decltype(s.zero3_holds)::per_layer_units; })
-    s.zero3_holds = decltype(s.zero3_holds)::per_layer_units;
-}
 
 /// Whether a row is priced as published without the search: its micro-batch is not one the
 /// search tries (1, 2, 4, 8) and nothing else is left open.
@@ -289,7 +292,7 @@ inline strategy_desc published_strategy(const published_run& r) {
   s.tp = r.tp, s.pp = r.pp, s.dp = r.dp, s.zero = static_cast<std::size_t>(r.zero), s.sequence_parallel = r.sp == 1;
   s.micro = static_cast<std::size_t>(r.micro), s.microbatches = r.batch / (r.dp * s.micro);
   s.recompute = static_cast<recompute_kind>(r.recompute), s.flash = r.flash;
-  if (r.fsdp_units && s.zero == 3) fsdp_units(s);
+  if (s.zero == 3) s.zero3_holds = zero3_of(r);
   return s;
 }
 

@@ -111,7 +111,7 @@ const char* usage =
     "  fixed:    --tp --pp --dp --ep --zero --schedule 1f1b|gpipe|interleaved --interleave V --sp|--no-sp\n"
     "            --recompute none|selective|full --recompute-layers N (of a stage, with full) --partial-recompute\n"
     "            --cp N (context parallelism) --max-cp N --first-stage-layers N --last-stage-layers N --uneven-stages\n"
-    "            --expert-pipeline (ep with pp > 1) --zero3-buffers weft|units --prefetch N (ZeRO-3)\n"
+    "            --expert-pipeline (ep with pp > 1) --zero3-buffers weft|units|tensors --prefetch N (ZeRO-3)\n"
     "  stack:    --no-overlap (gradient reduction after backward) --unfused-attention (no flash attention)\n"
     "            --flash (the flash_attention option: row statistics kept, not probabilities; recompute none|full)\n"
     "            --scatter-gather (pipeline sends 1/t, Megatron's) --fp8 (linear layers at the FP8 peak)\n"
@@ -264,8 +264,10 @@ search_options search_from(const options& o, const precision_desc& p) {
   s.allow_expert_pipeline = o.has("expert-pipeline") || (s.fixed_ep > 1 && s.fixed_pp > 1);
   if (o.has("zero3-buffers")) {
     const std::string z = o.str("zero3-buffers", "");
-    if (z != "weft" && z != "units") throw bad_input{"--zero3-buffers must be weft or units, got '" + z + "'"};
-    s.zero3_holds = z == "units" ? zero3_buffers::per_layer_units : zero3_buffers::weft;
+    if (z != "weft" && z != "units" && z != "tensors")
+      throw bad_input{"--zero3-buffers must be weft, units or tensors, got '" + z + "'"};
+    // tensors: DeepSpeed's ZeRO-3 of 2021, a collective and a buffer a parameter tensor
+    s.zero3_holds = z == "units" ? zero3_buffers::per_layer_units : z == "tensors" ? zero3_buffers::per_tensor : zero3_buffers::weft;
   }
   s.prefetch = o.count("prefetch", 1);
   return s;

@@ -27,7 +27,7 @@ struct small_gpus {
 // GPT-2 small, 64 sequences of 1024 tokens per step, one DGX A100 node: the fastest split that fits.
 using pick = auto_strategy<gpt2_small, global_batch<64, 1024>, planner::a100_nodes<1>>;
 using plan_t = pick::plan_type;  // plan<gpt2_small, batch<micro<b>, seq<1024>>, strategy<...>, precision<bf16, float>>
-static_assert(plan_t::memory_per_rank <= 80e9);
+static_assert(plan_t::memory_per_rank <= 85.9e9);  // an A100 80GB: 80 GiB
 constexpr double predicted_step = pick::best.cost.step_seconds;  // the cost model's prediction, seconds
 constexpr auto runner_up = pick::result.ranked[1].strategy;       // the ranked alternatives
 // example-end auto-strategy

@@ -9,7 +9,7 @@ TEST_CASE("presets carry their datasheet numbers", "[planner][cluster]") {
   constexpr cluster a = presets::a100_80gb(16);
   STATIC_REQUIRE(a.gpus() == 128);
   CHECK(a.peak_flops_16 == 312e12);
-  CHECK(a.memory_bytes == 80e9);
+  CHECK(a.memory_bytes == 85.9e9);  // 80 GiB
   constexpr cluster h = presets::h100_sxm(2);
   CHECK(h.peak_flops_16 / a.peak_flops_16 == Approx(3.17).epsilon(0.01));
   CHECK(h.inter_bandwidth == 2 * a.inter_bandwidth);  // 400 against 200 Gb/s per GPU

@@ -44,6 +44,44 @@ TEST_CASE("zero3 schedule: hand-computed exposure, slow and fast layers", "[plan
   CHECK(detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, false).exposed == Approx(fast.total));
 }
 
+TEST_CASE("zero3 per parameter tensor (DeepSpeed of 2021): 12 ring latencies a collective of a GPT block", "[planner][terms][zero3]") {
+  const model_desc md = gpt_desc(4, 1024, 16, 51200, 2048);
+  const cluster c = presets::a100_80gb(8);
+  strategy_desc s{};
+  s.dp = 64, s.zero = 3;
+  const link_spec dl = axis_link(c, 64, 1);
+  REQUIRE(block_parameter_tensors(md) == 12);  // ln_1 w b, qkv w b, proj w b, ln_2 w b, fc w b, proj w b
+  REQUIRE(block_parameter_tensors(llama_desc(2, 512, 8, 8, 1000, 128)) == 9);
+  const double h = 1024, f = 4096;
+  const double blk = 6 * h + 3 * h * h + 3 * h + h * h + h * f + f + f * h;
+  const double psi = static_cast<double>(md.stage_params(0, 1, 1));
+  const double root = psi - 4 * blk;
+  const double ring = 63.0 / 64.0, alpha = 63 * 10e-6, beta = 160e9;
+  // the same bytes as one block-wide collective, in 12 pieces of 12 latencies
+  const double ag = 12 * alpha + ring * blk * 2 / beta, rs = ag;
+  const double ag_root = alpha + ring * root * 2 / beta, rs_root = ag_root;
+  const precision_desc p{};
+  const auto z = detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, false, 12);
+  CHECK(z.total == Approx(ag_root + rs_root + 4 * (2 * ag + rs)));
+  CHECK(z.exposed == Approx(z.total));
+  // through estimate_step: zero3_buffers::per_tensor selects it, and a large ring pays for it
+  s.micro = 1, s.microbatches = 1, s.dp = presets::a100_80gb(64).gpus();
+  const cluster big = presets::a100_80gb(64);
+  strategy_desc units = s, tensors = s;
+  units.zero3_holds = zero3_buffers::per_layer_units, tensors.zero3_holds = zero3_buffers::per_tensor;
+  const double t1 = estimate_step(md, 2048, units, big).seconds(cost_part::data_parallel);
+  const double t12 = estimate_step(md, 2048, tensors, big).seconds(cost_part::data_parallel);
+  // 4 layers x 3 collectives x 11 more latencies of 511 steps, nearly all exposed (a tiny model's layer
+  // computes for far less than 11 x 5 ms)
+  CHECK(t12 > t1 + 0.9 * 4 * 3 * 11 * 511 * 10e-6);
+  CHECK(t12 < t1 + 4 * 3 * 11 * 511 * 10e-6 + 1e-9);
+  // memory: a tensor's buffers, not a block's — the MLP matrices (h·4h) are the largest tensors
+  REQUIRE(md.largest_block_tensor(1) == static_cast<std::size_t>(h * f));
+  const stage_memory mu = peak_stage_memory(md, 2048, units), mt = peak_stage_memory(md, 2048, tensors);
+  // gathered: the block computing and one prefetched (2 bytes), gradients of two (2 bytes): 4 pieces each way
+  CHECK(static_cast<double>(mu.working_bytes - mt.working_bytes) == Approx(4 * 2 * (blk - h * f)));
+}
+
 TEST_CASE("zero3 loses per-GPU rate as dp grows (the latency of 3 collectives a layer)", "[planner][terms][zero3]") {
   // LLaMA-7B, ZeRO-3 over all GPUs, one sequence of 2048 a GPU: the old model (all traffic
   // behind all compute) predicted flat scaling; per layer, the ring's (n - 1)·α grows with dp.

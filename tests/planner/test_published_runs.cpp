@@ -47,6 +47,7 @@ TEST_CASE("published runs: the error bounds the page states", "[planner][validat
   const summary s = summarise(e.runs, e.res);
   CHECK(s.median_abs <= 0.08);  // the target: median |error| <= 8%
   std::size_t outside = 0, infeasible = 0;
+  double zero3_worst = 0;
   for (std::size_t i = 0; i < e.runs.size(); ++i) {
     const published_run& r = e.runs[i];
     const row_result& x = e.res[i];
@@ -59,6 +60,7 @@ TEST_CASE("published runs: the error bounds the page states", "[planner][validat
     if (zero3_beyond_a_node(r)) {
       // ZeRO-3 over hundreds of ranks: a known gap of the cost model (docs/planner_validation.md)
       if (std::fabs(x.error) > 0.25) ++outside;
+      zero3_worst = std::max(zero3_worst, std::fabs(x.error));
       continue;
     }
     // Megatron-style rows (tensor + pipeline parallelism, ZeRO 0/1) and FSDP within a few nodes:
@@ -67,10 +69,13 @@ TEST_CASE("published runs: the error bounds the page states", "[planner][validat
     CHECK(std::fabs(x.error) <= 0.26);
   }
   // what is reached today (the page lists these rows one by one): ZeRO-3 over 384-2240 ranks
-  // predicted flat where the runs lost most of their rate, and published runs the memory model
-  // does not fit (the target is none)
+  // (DeepSpeed's, a collective a parameter tensor, zero3_buffers::per_tensor) within 77% where the
+  // block-wise schedule said +360%; the target is 25%
   CHECK(outside <= 4);
-  CHECK(infeasible <= 7);
+  CHECK(zero3_worst <= 0.77);
+  // every published run fits: 80 GB GPUs hold 80 GiB (cluster presets), DeepSpeed's ZeRO-3 holds
+  // tensors, not blocks (the two 530B runs and five llm-foundry rows were called infeasible before)
+  CHECK(infeasible == 0);
 }
 
 TEST_CASE("published runs: Megatron-style rows within 15%", "[planner][validation]") {

@@ -54,7 +54,7 @@ constexpr cluster a100_80gb(std::size_t nodes = 1) noexcept {
   cluster c{};
   c.name = "a100-80gb";
   c.nodes = nodes;
-  c.memory_bytes = 80e9;
+  c.memory_bytes = 85.9e9;  // 80 GiB (nvidia-smi: 81920 MiB); "80GB" is binary gigabytes
   c.peak_flops_16 = 312e12;
   c.peak_flops_32 = 19.5e12;
   c.memory_bandwidth = 2.039e12;
@@ -69,7 +69,7 @@ constexpr cluster h100_sxm(std::size_t nodes = 1) noexcept {
   cluster c{};
   c.name = "h100-sxm";
   c.nodes = nodes;
-  c.memory_bytes = 80e9;
+  c.memory_bytes = 85.5e9;  // nvidia-smi: 81559 MiB (80 GiB less what the driver keeps)
   c.peak_flops_16 = 989e12;
   c.peak_flops_32 = 67e12;
   c.peak_flops_8 = 1979e12;  // FP8 dense (3,958 with sparsity)

@@ -98,14 +98,17 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   // depth; the gathered parameters of the block computing and `prefetch` ahead, the gradients of
   // two blocks (one written by backward, one being reduce-scattered), beside the stage's layers
   // outside the block stack (embeddings, head: the root unit, held whole).
-  const bool units = s.zero >= 3 && s.zero3_holds == zero3_buffers::per_layer_units && shards > 1;
+  // DeepSpeed's per-tensor ZeRO-3 (zero3_buffers::per_tensor): the same, a tensor for a block.
+  const bool tensors = s.zero >= 3 && s.zero3_holds == zero3_buffers::per_tensor && shards > 1;
+  const bool units = (s.zero >= 3 && s.zero3_holds == zero3_buffers::per_layer_units && shards > 1) || tensors;
   const std::size_t stage_blocks = s.stage_layers(md.depth, st);
   const bool layer_by_layer = units ? stage_blocks >= 2 : s.pp == 1 && s.ep == 1 && md.depth >= 2;
   const std::size_t block = units ? md.rank_block_params(s.tp, s.ep) : md.block.per_rank(s.tp);
   if (units && layer_by_layer && stage_blocks * block <= m.params) {
     const std::size_t root = m.params - stage_blocks * block;
     const std::size_t gathered = std::min(stage_blocks, s.prefetch + 1), grads = std::min<std::size_t>(stage_blocks, 2);
-    m.working_bytes = (root + gathered * block) * p.states.params + (root + grads * block) * p.states.grads;
+    const std::size_t piece = tensors ? std::min(block, md.largest_block_tensor(s.tp)) : block;
+    m.working_bytes = (root + gathered * piece) * p.states.params + (root + grads * piece) * p.states.grads;
   } else {
     m.working_bytes = zero_working_bytes(m.params, p.states, s.zero,
                                          zero_held_elements(m.params, block, md.depth, layer_by_layer));

@@ -93,6 +93,15 @@ struct model_desc {
   }
   /// Parameter elements of one block on one rank: its tensor-parallel shard, and under expert
   /// parallelism E/ep experts of its mixture (averaged over the blocks when some are dense).
+  /// Elements of a block's largest parameter tensor on one of `tp` ranks (zero3_buffers::per_tensor):
+  /// GPT's fused QKV (h·3h) or an MLP matrix (h·f); Llama's Q (h·q) or one of its three MLP
+  /// matrices (h·f); a mixture's expert matrix (h·expert_in).
+  constexpr std::size_t largest_block_tensor(std::size_t tp) const noexcept {
+    const std::size_t q = attention_width(), kv = kv_heads * (heads ? q / heads : 0);
+    const std::size_t attn = (gated ? q : q + 2 * kv) * width;
+    const std::size_t mlp = (experts > 0 ? expert_in : ffn) * width;
+    return ((attn > mlp ? attn : mlp) + tp - 1) / tp;
+  }
   constexpr std::size_t rank_block_params(std::size_t tp, std::size_t ep = 1) const noexcept {
     const std::size_t n = block.per_rank(tp);
     if (ep <= 1 || depth == 0) return n;
@@ -289,7 +298,14 @@ enum class zero3_buffers : unsigned char {
   /// PyTorch FSDP / DeepSpeed ZeRO-3 with one unit per transformer block, at any pipeline depth:
   /// the layers outside the blocks, the block computing and `prefetch` blocks gathered ahead; the
   /// gradients of the block being reduce-scattered and the block writing its own.
-  per_layer_units
+  per_layer_units,
+  /// DeepSpeed's ZeRO-3 as Narayanan et al. 2021 ran it (DeepSpeed 0.3): it gathers, re-gathers
+  /// and reduce-scatters parameter by parameter — one collective a tensor
+  /// (block_parameter_tensors: 12 a GPT block), each paying its ring's (n − 1)·α, the block's bytes
+  /// in all — and so holds tensors, not blocks: the tensor computing and `prefetch` ahead (the
+  /// largest of the block, largest_block_tensor, each), and two tensors' gradients; the layers
+  /// outside the blocks as a unit.
+  per_tensor
 };
 
 /// A parallel strategy as values (the fields of strategy<...> that change cost).

@@ -57,6 +57,11 @@
 
 namespace weft::planner {
 
+/// Parameter tensors of one block: a GPT block (gpt_desc: LayerNorm weight and bias twice, fused
+/// QKV, projection and the two MLP matrices, each with a bias) 12; a Llama block (RMSNorm twice,
+/// separate Q, K, V and output, gate, up, down, no biases) 9.
+constexpr std::size_t block_parameter_tensors(const model_desc& md) noexcept { return md.gated ? 9 : 12; }
+
 /// How the job runs, besides the strategy.
 struct job_options {
   precision_desc precision{};
@@ -223,13 +228,18 @@ constexpr std::size_t layer_keys(const model_desc& md, std::size_t seq, const st
 //   no overlap (job_options::overlap_grad_reduce off): everything exposed.
 // Deeper prefetch does not change the steady state (one gather per layer's compute) — only memory.
 // The per-collective latency, paid 3·layers times a micro-batch over rings of dp ranks, is what
-// makes a large dp lose rate: at dp = 512 across nodes one gather carries 511·α.
+// makes a large dp lose rate: at dp = 512 across nodes one gather carries 511·α. `tensors`
+// collectives a block instead of one (zero3_buffers::per_tensor, DeepSpeed's ZeRO-3 of 2021):
+// each of the three carries 1/tensors of the block's bytes and its own (n − 1)·α, so a layer
+// pays 3·tensors latencies.
 struct zero3_times {
   double total = 0;    ///< seconds of all ZeRO-3 collectives of one micro-batch
   double exposed = 0;  ///< of which not hidden behind compute
 };
 constexpr zero3_times zero3_schedule(const model_desc& md, const strategy_desc& s, double psi, double layer_fwd,
-                                     double layer_rc, const precision_desc& p, const link_spec& dl, bool overlap) noexcept {
+                                     double layer_rc, const precision_desc& p, const link_spec& dl, bool overlap,
+                                     std::size_t tensors = 1) noexcept {
+  if (tensors == 0) tensors = 1;
   zero3_times z{};
   if (s.dp <= 1) return z;
   const double layers = static_cast<double>(s.stage_layers(md.depth, 0));
@@ -237,7 +247,10 @@ constexpr zero3_times zero3_schedule(const model_desc& md, const strategy_desc& 
   if (blk * layers > psi) blk = psi / layers;
   const double root = psi - blk * layers;
   const double pb = static_cast<double>(p.states.params), gb = static_cast<double>(p.states.grads);
-  const double ag = all_gather_seconds(blk * pb, s.dp, dl), rs = reduce_scatter_seconds(blk * gb, s.dp, dl);
+  // k collectives a block (job_options::zero3_granularity): the block's bytes in k pieces, each
+  // paying the ring's latency
+  const double k = static_cast<double>(tensors);
+  const double ag = k * all_gather_seconds(blk * pb / k, s.dp, dl), rs = k * reduce_scatter_seconds(blk * gb / k, s.dp, dl);
   const double ag_root = all_gather_seconds(root * pb, s.dp, dl), rs_root = reduce_scatter_seconds(root * gb, s.dp, dl);
   z.total = ag_root + rs_root + layers * (2 * ag + rs);
   if (!overlap) {
@@ -386,7 +399,9 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
       break;
     default: {  // ZeRO-3 from its schedule, layer by layer (detail::zero3_schedule)
       const detail::zero3_times z = detail::zero3_schedule(md, sd, psi, fwd, fwd * rc_share,
-                                                           p, dl, o.overlap_grad_reduce);
+                                                           p, dl, o.overlap_grad_reduce,
+                                                           s.zero3_holds == zero3_buffers::per_tensor
+                                                               ? block_parameter_tensors(md) : 1);
       z3_total = M * z.total, z3_exposed = M * z.exposed;
       break;
     }
