@@ -84,7 +84,11 @@ std::string picked_text(const validation::published_run& r, const strategy_desc&
   if (r.micro < 0) t += "b" + std::to_string(s.micro) + " ";
   if (s.pp > 1) t += s.schedule == schedule_kind::interleaved ? "V" + std::to_string(s.chunks) + " " : "1f1b ";
   if (r.zero < 0) t += "z" + std::to_string(s.zero) + " ";
-  if (r.recompute < 0) t += std::string(recompute_name(s.recompute)) + " ";
+  if (r.recompute < 0) {
+    t += std::string(recompute_name(s.recompute)) + " ";
+    if (s.recompute == recompute_kind::full && s.recompute_layers > 0)  // partial: k blocks a chunk
+      t += "(" + std::to_string(s.recompute_layers) + " a chunk) ";
+  }
   if (r.sp < 0 && s.tp > 1) t += s.sequence_parallel ? "+sp " : "no sp ";
   return t.empty() ? "—" : t;
 }

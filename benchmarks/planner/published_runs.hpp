@@ -232,6 +232,9 @@ inline search_options pinned_options(const published_run& r) {
   if (r.micro > 0) o.fixed_micro = static_cast<std::size_t>(r.micro), o.max_micro = std::max<std::size_t>(o.max_micro, o.fixed_micro);
   if (r.zero >= 0) o.fix_zero = true, o.zero = static_cast<std::size_t>(r.zero);
   if (r.recompute >= 0) o.fix_recompute = true, o.recompute = static_cast<recompute_kind>(r.recompute);
+  // recompute not published: the search's whole space, partial recomputation included (the
+  // fewest blocks a chunk that fit, as Megatron's --recompute-num-layers)
+  else o.partial_recompute = true;
   if (r.sp >= 0) o.fix_sequence_parallel = true, o.sequence_parallel = r.sp == 1;
   if (r.schedule == 0) o.allow_interleaved = false;
   if (r.schedule == 1) o.fix_schedule = true, o.schedule = schedule_kind::interleaved;
@@ -250,6 +253,7 @@ inline search_options free_options(const published_run& r) {
   // a run published with uneven stages: the search may split any depth unevenly too (⌈depth/pp⌉
   // blocks a middle stage, the rest on the first and the last; search_options::uneven_stages)
   o.uneven_stages = r.first_stage_layers != 0 || r.last_stage_layers != 0;
+  o.partial_recompute = true;  // the whole space: partial recomputation too
   return o;
 }
 
@@ -303,11 +307,6 @@ inline row_result evaluate(const published_run& r) {
   if (!pin_cp(probe, r.cp, true)) {
     out.expressible = false;
     out.why = "context parallelism not expressible";
-    return out;
-  }
-  if (r.schedule == 1 && (r.first_stage_layers != 0 || r.last_stage_layers != 0)) {
-    out.expressible = false;
-    out.why = "interleaved schedule with uneven stages not expressible";
     return out;
   }
   if (r.layers % r.pp != 0 && r.first_stage_layers == 0 && r.last_stage_layers == 0) {

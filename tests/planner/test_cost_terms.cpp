@@ -388,6 +388,47 @@ TEST_CASE("uneven stages: 70 blocks on 12 stages, 5 on the first and the last", 
   CHECK_FALSE(search<1>(md, {96, 2048}, c, o).found());
 }
 
+TEST_CASE("uneven stages interleaved: Llama 3 405B's 126 blocks on 16 stages (7, 8 x 14, 7) in V chunks", "[planner][terms][stages]") {
+  const model_desc md = llama_desc(126, 16384, 128, 8, 128256, 8192, 53248);
+  strategy_desc s{};
+  s.tp = 8, s.pp = 16, s.dp = 1, s.micro = 1, s.microbatches = 32, s.sequence_parallel = true, s.flash = true;
+  s.first_stage_layers = 7, s.last_stage_layers = 7;
+  s.schedule = schedule_kind::interleaved, s.chunks = 2;
+  REQUIRE(s.stages_cover(126));
+  CHECK(s.chunk_layers(126, 0, 2) == 4);  // 7 blocks: chunks of 4 and 3
+  CHECK(s.chunk_layers(126, 1, 2) == 4);  // 8 blocks: 4 and 4
+  s.chunks = 8;
+  CHECK_FALSE(s.stages_cover(126));  // 7 blocks cannot form 8 chunks
+  s.chunks = 3;
+  CHECK_FALSE(s.stages_cover(126));  // the middle stages' 8 blocks do not split in 3 equal chunks
+  s.chunks = 4;
+  REQUIRE(s.stages_cover(126));
+  // memory: stage 0 holds its 7 blocks' parameters, activations of ⌈7/4⌉ = 2 blocks a chunk set
+  const stage_memory m0 = stage_memory_at(md, 8192, s, {}, 0);
+  CHECK(m0.layers == 7);
+  CHECK(m0.params == 7 * md.block.per_rank(8) + md.pre.per_rank(8));
+  CHECK(m0.activation_bytes == m0.layer_bytes * 2 * m0.activation_sets);
+  // time: the bubble is (P − 1)/V of a micro-batch of the pacing stage (8 blocks), so V = 4 has
+  // half V = 2's with the same per-micro-batch work (no recompute: nothing depends on the chunk)
+  const cluster c = presets::h100_sxm(16);
+  const step_cost v4 = estimate_step(md, 8192, s, c);
+  s.chunks = 2;
+  const step_cost v2 = estimate_step(md, 8192, s, c);
+  CHECK(v4.seconds(cost_part::compute) == Approx(v2.seconds(cost_part::compute)));
+  CHECK(v4.seconds(cost_part::bubble) == Approx(v2.seconds(cost_part::bubble) / 2));
+  strategy_desc flat = s;
+  flat.schedule = schedule_kind::one_f_one_b, flat.chunks = 1;
+  CHECK(estimate_step(md, 8192, flat, c).seconds(cost_part::bubble) == Approx(2 * v2.seconds(cost_part::bubble)));
+  // the search prices the interleaved schedule with the pinned uneven stages
+  search_options o{};
+  o.fixed_tp = 8, o.fixed_pp = 16, o.fixed_dp = 1, o.first_stage_layers = 7, o.last_stage_layers = 7, o.flash = true;
+  o.fix_schedule = true, o.schedule = schedule_kind::interleaved;
+  const auto r = search<1>(md, {32, 8192}, c, o);
+  REQUIRE(r.found());
+  CHECK(r.best().strategy.schedule == schedule_kind::interleaved);
+  CHECK((r.best().strategy.chunks == 2 || r.best().strategy.chunks == 4));
+}
+
 // ---- DeepSeek-style mixtures: shared experts, dense first blocks ----
 
 TEST_CASE("moe: shared experts and dense first blocks, counted and priced", "[planner][terms][moe]") {

@@ -82,7 +82,8 @@ TEST_CASE("published runs: Megatron-style rows within 15%", "[planner][validatio
   const evaluated& e = all();
   for (std::size_t i = 0; i < e.runs.size(); ++i) {
     const published_run& r = e.runs[i];
-    if (r.calibration_row || !e.res[i].fits || r.zero == 3) continue;
+    // (ZeRO published as 0 or 1: Llama 3's rows leave it to the search, FSDP-style, and count in the 26% bound)
+    if (r.calibration_row || !e.res[i].fits || r.zero == 3 || r.zero < 0) continue;
     INFO("row " << i + 1 << ": " << r.source << " " << r.model << " on " << r.gpus << " GPUs");
     CHECK(std::fabs(e.res[i].error) <= 0.15);
   }

@@ -115,8 +115,9 @@ constexpr stage_memory stage_memory_of(const model_desc& md, std::size_t seq, co
   }
   m.comm_bytes = comm_buffer_bytes(m.params, p.states.grads, s.zero, shards, s.bucket_bytes,
                                    layer_by_layer ? block : 0);
-  const std::size_t per_chunk = s.uneven() ? s.stage_layers(md.depth, st) : md.depth / (s.pp * v);
-  m.layers = per_chunk * v;
+  // uneven stages: the stage's own blocks, in v chunks of ⌈blocks/v⌉ at most (the largest priced)
+  const std::size_t per_chunk = s.chunk_layers(md.depth, st, v);
+  m.layers = s.uneven() ? s.stage_layers(md.depth, st) : per_chunk * v;
   m.activation_sets = st == 0 ? sets.first : sets.last;
   // flash: row log-sum-exp and an output copy instead of the probabilities (a selective policy
   // then keeps what none keeps; full keeps the layer inputs either way)

@@ -334,7 +334,8 @@ struct strategy_desc {
   std::size_t recompute_layers = 0;
   /// Uneven pipeline stages (Megatron-LM's --decoder-first-pipeline-num-layers and
   /// --decoder-last-pipeline-num-layers): the blocks of the first and of the last stage (0: as
-  /// the others); the other stages split the rest evenly. Not with interleaving.
+  /// the others); the other stages split the rest evenly. With interleaving each stage's blocks
+  /// form `chunks` model chunks as evenly as they go (chunk_layers).
   std::size_t first_stage_layers = 0, last_stage_layers = 0;
   constexpr bool uneven() const noexcept { return pp > 1 && (first_stage_layers != 0 || last_stage_layers != 0); }
   /// Blocks of each stage but a given first or last one.
@@ -351,14 +352,29 @@ struct strategy_desc {
     return middle_stage_layers(depth);
   }
   /// Whether the stages cover `depth` blocks: even (pp divides it), or the given first and last
-  /// stages and an even split of the rest (every stage at least one block; no interleaving).
+  /// stages and an even split of the rest (every stage at least one block). Interleaved with
+  /// uneven stages: the middle stages' blocks in `chunks` equal model chunks, the first's and the
+  /// last's in `chunks` of ⌈blocks/chunks⌉ or one fewer (Llama 3 405B: 126 blocks on 16 stages,
+  /// 7 on the first and the last, 8 on the others: V = 2 or 4).
   constexpr bool stages_cover(std::size_t depth) const noexcept {
     if (!uneven()) return depth % pp == 0;
-    if (schedule == schedule_kind::interleaved && chunks > 1) return false;
     const std::size_t given = first_stage_layers + last_stage_layers;
     const std::size_t rest = pp - (first_stage_layers ? 1 : 0) - (last_stage_layers ? 1 : 0);
     if (given >= depth) return rest == 0 && given == depth;
-    return rest > 0 && (depth - given) % rest == 0;
+    if (!(rest > 0 && (depth - given) % rest == 0)) return false;
+    if (schedule == schedule_kind::interleaved && chunks > 1) {
+      if (rest > 0 && middle_stage_layers(depth) % chunks != 0) return false;  // the middle stages' chunks even
+      for (std::size_t st : {std::size_t{0}, pp - 1})
+        if (stage_layers(depth, st) < chunks) return false;
+    }
+    return true;
+  }
+  /// Blocks of the largest model chunk of stage `st` (`v` chunks a stage): depth / (pp·v) when
+  /// even, ⌈stage blocks / v⌉ when uneven.
+  constexpr std::size_t chunk_layers(std::size_t depth, std::size_t st, std::size_t v) const noexcept {
+    if (v == 0) v = 1;
+    if (!uneven()) return depth / (pp * v);
+    return (stage_layers(depth, st) + v - 1) / v;
   }
   /// Blocks of a chunk of `per_chunk` that recompute their forward (0 unless recompute full).
   constexpr std::size_t recomputed_layers(std::size_t per_chunk) const noexcept {

@@ -183,7 +183,7 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
           const std::size_t m = batch.sequences / (dp * ep * b);
           ++r.layouts;
           // schedules: index 0 = 1F1B, 1 = GPipe, 2.. = interleaved<V>
-          for (std::size_t si = 0; si < 2 + o.max_chunks; ++si) {
+          for (std::size_t si = 0; si < 1 + o.max_chunks; ++si) {  // V = 2..max_chunks
             strategy_desc s{};
             s.tp = tp, s.pp = pp, s.dp = dp, s.ep = ep, s.cp = cp, s.micro = b, s.microbatches = m;
             s.zero3_holds = o.zero3_holds, s.prefetch = o.prefetch;
@@ -196,8 +196,10 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
               s.schedule = schedule_kind::gpipe;
             } else {
               const std::size_t v = si;  // 2..max_chunks
-              if (!o.allow_interleaved || pp < 2 || m % pp != 0 || md.depth % (pp * v) != 0 || s.uneven()) continue;
+              if (!o.allow_interleaved || pp < 2 || m % pp != 0) continue;
               s.schedule = schedule_kind::interleaved, s.chunks = v;
+              // even stages: v divides each stage's blocks; uneven: each stage holds v blocks at least
+              if (s.uneven() ? !s.stages_cover(md.depth) : md.depth % (pp * v) != 0) continue;
             }
             if (o.fix_schedule && (s.schedule != o.schedule || (pp == 1 && o.schedule != schedule_kind::one_f_one_b))) continue;
             if (o.fixed_chunks != 0 && s.schedule == schedule_kind::interleaved && s.chunks != o.fixed_chunks) continue;
@@ -215,9 +217,9 @@ constexpr search_result<K> search(const model_desc& md, const batch_desc& batch,
                   s.recompute_layers = rc == recompute_kind::full ? o.recompute_layers : 0;
                   if (rc == recompute_kind::full && o.partial_recompute && o.recompute_layers == 0) {
                     std::size_t per_chunk = md.depth / (pp * s.chunks);
-                    if (s.uneven())  // recompute_layers counts a stage's blocks: the largest stage's bound it
+                    if (s.uneven())  // recompute_layers counts a chunk's blocks: the largest chunk's bound it
                       for (std::size_t st : {std::size_t{0}, std::size_t{1}, pp - 1})
-                        if (s.stage_layers(md.depth, st) > per_chunk) per_chunk = s.stage_layers(md.depth, st);
+                        if (s.chunk_layers(md.depth, st, s.chunks) > per_chunk) per_chunk = s.chunk_layers(md.depth, st, s.chunks);
                     // the fewest recomputed blocks a chunk that fit: memory falls with their number (bisection)
                     std::size_t lo = 1, hi = per_chunk;
                     while (lo < hi) {

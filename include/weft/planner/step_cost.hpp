@@ -335,7 +335,10 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
   const double scores = s.flash ? detail::layer_forward_gemm_seconds(md, seq, s, peak, curve, true, keys) / 2 : 0;
   // full recompute re-runs the forward of rc_layers of the stage's blocks (all, unless partial:
   // strategy_desc::recompute_layers a chunk)
-  const double rc_layers = V * static_cast<double>(s.recomputed_layers(s.uneven() ? static_cast<std::size_t>(layers) : md.depth / (s.pp * v)));
+  // (uneven stages: the pacing stage's blocks in V chunks of ⌈layers/V⌉ at most, never more than it holds)
+  const std::size_t chunk = s.uneven() ? (static_cast<std::size_t>(layers) + v - 1) / v : md.depth / (s.pp * v);
+  double rc_layers = V * static_cast<double>(s.recomputed_layers(chunk));
+  if (rc_layers > layers) rc_layers = layers;
   const double rc_share = layers > 0 ? rc_layers / layers : 0;
   const double t_rc = fwd * rc_layers + ((drops_scores ? attn : 0) + scores) * layers;
 
@@ -372,7 +375,9 @@ constexpr step_cost estimate_step(const model_desc& md, std::size_t seq, const s
 
   // ---- pipeline ----
   const double per_mb = t_mb + t_rc + t_tp + t_ep + t_cp;
-  const double bubble = (P - 1) / V * per_mb;
+  // (P − 1) chunks' worth of a micro-batch: per_mb/V with even chunks; with uneven stages the
+  // pacing stage's largest chunk, ⌈layers/V⌉ of its blocks
+  const double bubble = (P - 1) * per_mb * (s.uneven() && layers > 0 ? static_cast<double>(chunk) / layers : 1 / V);
   const link_spec pl = axis_link(c, s.pp, s.tp * s.cp * s.ep * s.dp);
   const bool scatter = s.sequence_parallel || (o.scatter_gather_p2p && s.tp > 1);
   const double gather = o.scatter_gather_p2p && !s.sequence_parallel ? all_gather_seconds(act, s.tp, tl) : 0;
