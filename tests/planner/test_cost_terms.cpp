@@ -64,6 +64,15 @@ TEST_CASE("zero3 per parameter tensor (DeepSpeed of 2021): 12 ring latencies a c
   const auto z = detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, false, 12);
   CHECK(z.total == Approx(ag_root + rs_root + 4 * (2 * ag + rs)));
   CHECK(z.exposed == Approx(z.total));
+  // full recompute: DeepSpeed's hooks gather a layer once more for its recomputed forward
+  const auto rc = detail::zero3_schedule(md, s, psi, 1.0, 1.0, p, dl, false, 12);
+  CHECK(rc.total == Approx(ag_root + rs_root + 4 * (3 * ag + rs)));
+  // (one collective a block, FSDP's unit or weft's window: the recomputation runs inside the backward's gather)
+  CHECK(detail::zero3_schedule(md, s, psi, 1.0, 1.0, p, dl, false, 1).total ==
+        Approx(detail::zero3_schedule(md, s, psi, 1.0, 0, p, dl, false, 1).total));
+  // overlapped, with layers that compute for a second: the first re-gather pass exposes 2 gathers
+  const auto rco = detail::zero3_schedule(md, s, psi, 1.0, 1.0, p, dl, true, 12);
+  CHECK(rco.exposed == Approx(ag_root + ag + ag + ag + rs + rs_root));
   // through estimate_step: zero3_buffers::per_tensor selects it, and a large ring pays for it
   s.micro = 1, s.microbatches = 1, s.dp = presets::a100_80gb(64).gpus();
   const cluster big = presets::a100_80gb(64);

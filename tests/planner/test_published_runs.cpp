@@ -69,10 +69,10 @@ TEST_CASE("published runs: the error bounds the page states", "[planner][validat
     CHECK(std::fabs(x.error) <= 0.26);
   }
   // what is reached today (the page lists these rows one by one): ZeRO-3 over 384-2240 ranks
-  // (DeepSpeed's, a collective a parameter tensor, zero3_buffers::per_tensor) within 77% where the
-  // block-wise schedule said +360%; the target is 25%
+  // (DeepSpeed's, a collective a parameter tensor and a gather more a recomputed layer,
+  // zero3_buffers::per_tensor) within 75% where the block-wise schedule said +360%; the target is 25%
   CHECK(outside <= 4);
-  CHECK(zero3_worst <= 0.77);
+  CHECK(zero3_worst <= 0.75);
   // every published run fits: 80 GB GPUs hold 80 GiB (cluster presets), DeepSpeed's ZeRO-3 holds
   // tensors, not blocks (the two 530B runs and five llm-foundry rows were called infeasible before)
   CHECK(infeasible == 0);

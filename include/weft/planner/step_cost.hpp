@@ -231,7 +231,8 @@ constexpr std::size_t layer_keys(const model_desc& md, std::size_t seq, const st
 // makes a large dp lose rate: at dp = 512 across nodes one gather carries 511·α. `tensors`
 // collectives a block instead of one (zero3_buffers::per_tensor, DeepSpeed's ZeRO-3 of 2021):
 // each of the three carries 1/tensors of the block's bytes and its own (n − 1)·α, so a layer
-// pays 3·tensors latencies.
+// pays 3·tensors latencies — 4·tensors when its forward is recomputed (a gather for the
+// recomputation, DeepSpeed's module hooks releasing after every forward).
 struct zero3_times {
   double total = 0;    ///< seconds of all ZeRO-3 collectives of one micro-batch
   double exposed = 0;  ///< of which not hidden behind compute
@@ -252,18 +253,23 @@ constexpr zero3_times zero3_schedule(const model_desc& md, const strategy_desc& 
   const double k = static_cast<double>(tensors);
   const double ag = k * all_gather_seconds(blk * pb / k, s.dp, dl), rs = k * reduce_scatter_seconds(blk * gb / k, s.dp, dl);
   const double ag_root = all_gather_seconds(root * pb, s.dp, dl), rs_root = reduce_scatter_seconds(root * gb, s.dp, dl);
-  z.total = ag_root + rs_root + layers * (2 * ag + rs);
+  // DeepSpeed's hooks (tensors > 1) gather a module's parameters before each of its forwards and
+  // release them after: a recomputed forward (full recompute, under backward) gathers them once
+  // more, and backward again — 3 gathers a recomputed layer where FSDP's unit, gathered once for
+  // its backward with the recomputation inside, and weft's window take 2
+  const double regather = tensors > 1 && layer_fwd > 0 ? layer_rc / layer_fwd * ag : 0;
+  z.total = ag_root + rs_root + layers * (2 * ag + regather + rs);
   if (!overlap) {
     z.exposed = z.total;
     return z;
   }
   const double bwd = 2 * layer_fwd + layer_rc, rest = layers > 1 ? layers - 1 : 0;
   if (s.prefetch == 0) {
-    z.exposed = ag_root + rs_root + layers * 2 * ag + rs + rest * max0(rs - bwd);
+    z.exposed = ag_root + rs_root + layers * (2 * ag + regather) + rs + rest * max0(rs - bwd);
     return z;
   }
   z.exposed = ag_root + ag + rest * max0(ag - layer_fwd)           // forward
-              + ag + rest * max0(ag + rs - bwd) + rs + rs_root;  // backward
+              + ag + regather + rest * max0(ag + regather + rs - bwd) + rs + rs_root;  // backward
   if (z.exposed > z.total) z.exposed = z.total;
   return z;
 }
