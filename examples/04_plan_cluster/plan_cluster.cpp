@@ -300,7 +300,9 @@ std::string strategy_text(const strategy_desc& s) {
        " x " + std::to_string(s.microbatches) + ", recompute " + recompute_name(s.recompute);
   if (s.cp > 1) t += ", cp " + std::to_string(s.cp);
   if (s.uneven()) t += ", stages " + std::to_string(s.first_stage_layers) + "/.../" + std::to_string(s.last_stage_layers) + " blocks";
-  if (s.recompute == recompute_kind::full && s.recompute_layers) t += " (" + std::to_string(s.recompute_layers) + " blocks a stage)";
+  if (s.recompute == recompute_kind::full && s.recompute_layers)  // recompute_layers counts a model chunk's blocks
+    t += " (" + std::to_string(s.recompute_layers) +
+         (s.pp > 1 && s.schedule == schedule_kind::interleaved ? " blocks a chunk)" : " blocks a stage)");
   if (s.flash) t += ", flash attention";
   return t;
 }

@@ -112,6 +112,11 @@ if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py json $<TARGET_FILE:plan_cluster>
                    --model gpt3-175b --cluster a100-80gb --nodes 96 --seq 2048 --global-batch 1536 --tp 1 --pp 1 --zero 3
                    --micro-batch 2 --recompute full --zero3-buffers tensors --tokens 1e10 --json)
+  add_test(NAME planner.plan_cluster.interleaved_uneven_json
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py json $<TARGET_FILE:plan_cluster>
+                   --model llama3-405b --cluster h100-sxm --nodes 1024 --seq 8192 --global-batch 2048 --tp 8 --pp 16
+                   --first-stage-layers 7 --last-stage-layers 7 --schedule interleaved --flash --partial-recompute
+                   --tokens 1e12 --json)
   add_test(NAME planner.plan_cluster.bad_zero3_buffers
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
                    --model llama3-8b --zero3-buffers fsdp)
@@ -119,7 +124,7 @@ if(TARGET plan_cluster AND Python3_Interpreter_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_plan_cluster.py bad $<TARGET_FILE:plan_cluster>
                    --model llama3-8b --dense-layers 2)
   set_tests_properties(planner.plan_cluster.terms_json planner.plan_cluster.deepseek_moe_json
-                       planner.plan_cluster.zero3_tensors_json
+                       planner.plan_cluster.zero3_tensors_json planner.plan_cluster.interleaved_uneven_json
                        planner.plan_cluster.bad_zero3_buffers planner.plan_cluster.bad_dense_layers
                        PROPERTIES LABELS planner TIMEOUT 120)
 endif()
